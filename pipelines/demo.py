@@ -1,0 +1,10 @@
+# The embedded default pipeline: the synthetic demo dataset (generated under data/demo), end to end
+# on a CPU in minutes. `make demo` runs it; every value below is an option of `wsod <stage>`.
+run_name = 'demo'
+fsd = 0  # 1: also train the fully supervised reference (make FSD=1)
+
+data = dict(source='data/demo', format='demo', splits=['train', 'val'], seed=0)
+proposals = dict(method='selective_search', mode='fast', max_boxes=500, workers=2)
+weak = dict(config='configs/oicr/oicr_mobilenetv2_demo.py', seed=0)
+denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
+strong = dict(config='configs/faster_rcnn/faster-rcnn_mobilenetv2_demo.py', seed=0)

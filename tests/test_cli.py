@@ -1,0 +1,63 @@
+"""The CLI: one program for `wsod` and `python -m wsod`, every stage reachable, errors in one line.
+
+Each stage's own test module also proves that its subcommand reaches its ``run``.
+"""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from wsod.cli import STAGES, build_parser, main
+
+
+def test_python_m_wsod_lists_every_stage():
+    out = subprocess.run([sys.executable, "-m", "wsod", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for stage in STAGES:
+        assert stage in out
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_help_has_examples(stage, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([stage, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--pipeline" in out
+    assert f"wsod {stage}" in out, "the epilog shows real example command lines"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_stage_calls_its_run(stage):
+    cmd = importlib.import_module(f"wsod.commands.{stage}")
+    for name in ("HELP", "EXAMPLES", "add_arguments", "execute"):
+        assert hasattr(cmd, name), f"wsod.commands.{stage} lacks {name}"
+    stage_mod = importlib.import_module(f"wsod.stages.{stage}")
+    assert callable(stage_mod.run)
+    assert build_parser()  # every subparser builds
+
+
+def test_errors_are_one_line_and_exit_1(tmp_path, capsys):
+    rc = main(["evaluate", "--gt", str(tmp_path / "missing_gt.json"), "--detections",
+               f"weak={tmp_path / 'missing.json'}", "--out", str(tmp_path / "m.json")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1
+    assert len(err.splitlines()) == 1
+    assert err.startswith("wsod evaluate: error:") and "missing" in err
+
+
+def test_pipeline_fills_options_not_given(tmp_path, monkeypatch):
+    import wsod.stages.denoise as denoise
+
+    seen = {}
+    monkeypatch.setattr(denoise, "run", lambda *a, **k: seen.update(k, args=a) or {})
+    pipe = tmp_path / "p.py"
+    pipe.write_text("denoise = dict(min_score=0.25, out='from_pipeline.json')\n")
+    rc = main(["denoise", "--pipeline", str(pipe), "--detections", "d.json", "--split", "s.json",
+               "--out", "given.json"])
+    assert rc == 0
+    flat = {**seen, **dict(enumerate(seen.pop("args")))}
+    assert 0.25 in flat.values(), "pipeline value used for an option not given"
+    assert "given.json" in map(str, flat.values()), "command line wins over the pipeline"

@@ -1,0 +1,13 @@
+"""wsod: weakly supervised object detection on top of mmdetection 3.x.
+
+Stages (each `wsod.stages.<name>.run`, a `wsod <name>` subcommand and a Make rule):
+data -> proposals -> weak -> denoise -> strong -> evaluate -> report.
+"""
+
+__version__ = "0.1.0"
+
+VOC_CLASSES = (
+    "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
+    "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",
+    "train", "tvmonitor",
+)  # fmt: skip

@@ -1,0 +1,235 @@
+"""The formats the stages exchange, with one validator each (used on write and on read).
+
+Box convention inside the code: absolute pixels, float, ``x1, y1, x2, y2``, 0-based. Files use
+COCO's ``x, y, w, h``; conversion happens only here and in the dataset loaders/exporters.
+
+| artifact         | file                         | format                                               |
+|------------------|------------------------------|------------------------------------------------------|
+| dataset split    | ``<split>.json``             | COCO-style ``images`` (+ per image ``labels``),      |
+|                  |                              | ``categories``, ``info.data_root``; **no boxes**     |
+| eval-only boxes  | ``<split>_gt.json``          | COCO instances json (+ ``difficult`` per box)        |
+| proposals        | ``*.pkl`` / ``*.npz``        | mmdet proposal contract: ``{file_name: {"bboxes":    |
+|                  |                              | float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``   |
+| weak detections  | ``*.json``                   | COCO results list (image_id, category_id, bbox, score)|
+| pseudo labels    | ``*.json``                   | COCO instances json, ``score`` (and ``weight``) kept  |
+
+A split's ``file_name`` is relative to ``info.data_root`` (for VOC: ``JPEGImages/000005.jpg``,
+which is also the key mmdet's ``load_proposals`` derives from an image path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from wsod.utils.io import read_json
+
+
+class ContractError(ValueError):
+    """An artifact does not follow its contract; the message names the file and the fix."""
+
+
+def _fail(where: str, msg: str) -> None:
+    raise ContractError(f"{where}: {msg}")
+
+
+# --------------------------------------------------------------------------- boxes
+def xywh_to_xyxy(boxes: np.ndarray) -> np.ndarray:
+    """(N,4) COCO ``x, y, w, h`` -> (N,4) ``x1, y1, x2, y2`` (float64)."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
+    b[:, 2:] += b[:, :2]
+    return b
+
+
+def xyxy_to_xywh(boxes: np.ndarray) -> np.ndarray:
+    """(N,4) ``x1, y1, x2, y2`` -> (N,4) COCO ``x, y, w, h`` (float64)."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
+    b[:, 2:] -= b[:, :2]
+    return b
+
+
+# --------------------------------------------------------------------------- split
+def validate_categories(cats: Any, where: str) -> dict[int, str]:
+    if not isinstance(cats, list) or not cats:
+        _fail(where, "'categories' must be a non-empty list of {id, name}")
+    out: dict[int, str] = {}
+    for c in cats:
+        if not isinstance(c, Mapping) or "id" not in c or "name" not in c:
+            _fail(where, f"bad category entry {c!r}: needs 'id' and 'name'")
+        if c["id"] in out:
+            _fail(where, f"duplicate category id {c['id']}")
+        out[int(c["id"])] = str(c["name"])
+    return out
+
+
+def validate_split(split: Any, where: str = "split") -> dict:
+    """Check a weak-label split (training side). Returns it unchanged.
+
+    Required: ``images`` [{id, file_name, width, height, labels: [category ids]}],
+    ``categories`` [{id, name}], ``info`` {data_root, split}. It must carry no boxes: training
+    stages read this file, and weak supervision means they never see a ground-truth box.
+    """
+    if not isinstance(split, Mapping):
+        _fail(where, "a split must be a json object")
+    if "annotations" in split:
+        _fail(where, "a weak-label split must not contain 'annotations' (boxes belong in the "
+                     "eval-only <split>_gt.json); regenerate it with `wsod data`")
+    for key in ("images", "categories", "info"):
+        if key not in split:
+            _fail(where, f"missing key '{key}'; regenerate it with `wsod data`")
+    cats = validate_categories(split["categories"], where)
+    if "data_root" not in split["info"]:
+        _fail(where, "info.data_root is missing")
+    images = split["images"]
+    if not isinstance(images, list) or not images:
+        _fail(where, "the split has no images")
+    seen: set[int] = set()
+    for im in images:
+        for key in ("id", "file_name", "width", "height", "labels"):
+            if key not in im:
+                _fail(where, f"image {im.get('id', '?')} lacks '{key}'")
+        for key in ("bbox", "bboxes", "boxes", "gt_bboxes", "instances"):
+            if key in im:
+                _fail(where, f"image {im['id']} carries '{key}': splits must not carry boxes")
+        if im["id"] in seen:
+            _fail(where, f"duplicate image id {im['id']}")
+        seen.add(im["id"])
+        bad = [c for c in im["labels"] if c not in cats]
+        if bad:
+            _fail(where, f"image {im['id']} ({im['file_name']}) has unknown category ids {bad}")
+    return dict(split)
+
+
+def validate_gt(gt: Any, where: str = "ground truth") -> dict:
+    """Check an eval-only COCO instances file (``annotations`` with ``bbox`` xywh)."""
+    if not isinstance(gt, Mapping):
+        _fail(where, "ground truth must be a json object")
+    for key in ("images", "categories", "annotations"):
+        if key not in gt:
+            _fail(where, f"missing key '{key}'")
+    cats = validate_categories(gt["categories"], where)
+    ids = {im["id"] for im in gt["images"]}
+    for a in gt["annotations"]:
+        if a.get("image_id") not in ids:
+            _fail(where, f"annotation {a.get('id')} refers to unknown image {a.get('image_id')}")
+        if a.get("category_id") not in cats:
+            _fail(where, f"annotation {a.get('id')} has unknown category {a.get('category_id')}")
+        bbox = a.get("bbox")
+        if not isinstance(bbox, list) or len(bbox) != 4 or bbox[2] < 0 or bbox[3] < 0:
+            _fail(where, f"annotation {a.get('id')} has a bad bbox {bbox!r} (want x, y, w>=0, h>=0)")
+    return dict(gt)
+
+
+# --------------------------------------------------------------------------- detections
+def validate_detections(dets: Any, split: Mapping | None = None, where: str = "detections") -> list:
+    """Check a COCO results list; with ``split``, image and category ids must exist there."""
+    if not isinstance(dets, list):
+        _fail(where, "detections must be a json list of {image_id, category_id, bbox, score}")
+    img_ids = {im["id"] for im in split["images"]} if split else None
+    cat_ids = {c["id"] for c in split["categories"]} if split else None
+    bad_img: set = set()
+    bad_cat: set = set()
+    for i, d in enumerate(dets):
+        for key in ("image_id", "category_id", "bbox", "score"):
+            if key not in d:
+                _fail(where, f"entry {i} lacks '{key}'")
+        b = d["bbox"]
+        if len(b) != 4 or not np.all(np.isfinite(b)) or b[2] < 0 or b[3] < 0:
+            _fail(where, f"entry {i} has a bad bbox {b!r} (want x, y, w>=0, h>=0)")
+        if not np.isfinite(d["score"]):
+            _fail(where, f"entry {i} has a non-finite score")
+        if img_ids is not None and d["image_id"] not in img_ids:
+            bad_img.add(d["image_id"])
+        if cat_ids is not None and d["category_id"] not in cat_ids:
+            bad_cat.add(d["category_id"])
+    if bad_img:
+        _fail(where, f"{len(bad_img)} image ids not in the split, e.g. {sorted(bad_img)[:5]}")
+    if bad_cat:
+        _fail(where, f"unknown category ids {sorted(bad_cat)}")
+    return list(dets)
+
+
+def detections_by_image(dets: Iterable[Mapping]) -> dict[int, dict[str, np.ndarray]]:
+    """Group COCO results into arrays per image.
+
+    Returns:
+        ``{image_id: {"bboxes": (N,4) float64 x1y1x2y2, "scores": (N,), "labels": (N,) int}}``
+    """
+    grouped: dict[int, list] = {}
+    for d in dets:
+        grouped.setdefault(int(d["image_id"]), []).append(d)
+    out = {}
+    for img_id, ds in grouped.items():
+        out[img_id] = {
+            "bboxes": xywh_to_xyxy(np.array([d["bbox"] for d in ds], dtype=np.float64)),
+            "scores": np.array([d["score"] for d in ds], dtype=np.float64),
+            "labels": np.array([d["category_id"] for d in ds], dtype=np.int64),
+        }
+    return out
+
+
+def make_detections(image_id: int, bboxes: np.ndarray, scores: np.ndarray,
+                    labels: np.ndarray) -> list[dict]:
+    """Arrays (x1y1x2y2) of one image -> COCO results entries (xywh, rounded to 0.01 px)."""
+    xywh = xyxy_to_xywh(bboxes)
+    return [
+        {"image_id": int(image_id), "category_id": int(c), "bbox": [round(float(v), 2) for v in b],
+         "score": round(float(s), 6)}
+        for b, s, c in zip(xywh, np.asarray(scores), np.asarray(labels), strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- pseudo labels
+def validate_pseudo_labels(pl: Any, where: str = "pseudo labels") -> dict:
+    """Pseudo labels are a COCO instances file whose annotations also carry ``score``."""
+    validate_gt(pl, where)
+    for a in pl["annotations"]:
+        if "score" not in a:
+            _fail(where, f"annotation {a.get('id')} lacks 'score'")
+    return dict(pl)
+
+
+# --------------------------------------------------------------------------- proposals
+def validate_proposals(props: Any, where: str = "proposals",
+                       file_names: Iterable[str] | None = None) -> dict:
+    """Check the mmdet proposal contract; with ``file_names``, every image must have an entry."""
+    if not isinstance(props, Mapping):
+        _fail(where, "proposals must be a dict keyed by image file name")
+    for key, p in props.items():
+        if not isinstance(p, Mapping) or "bboxes" not in p:
+            _fail(where, f"entry {key!r} must be a dict with 'bboxes' (and 'scores')")
+        b = np.asarray(p["bboxes"])
+        if b.ndim != 2 or b.shape[1] != 4:
+            _fail(where, f"entry {key!r}: bboxes must be (N,4), got {b.shape}")
+        if len(b) and np.any(b[:, 2:] < b[:, :2]):
+            _fail(where, f"entry {key!r}: boxes must be x1,y1,x2,y2 with x2>=x1, y2>=y1")
+        if "scores" in p and np.asarray(p["scores"]).shape != (len(b),):
+            _fail(where, f"entry {key!r}: scores must be (N,) matching bboxes")
+    if file_names is not None:
+        missing = [f for f in file_names if f not in props]
+        if missing:
+            _fail(where, f"{len(missing)} images have no proposals, e.g. {missing[:3]}")
+    return dict(props)
+
+
+# --------------------------------------------------------------------------- readers
+def load_split(path: str | os.PathLike) -> dict:
+    """Read and validate a weak-label split (the only dataset file training stages read)."""
+    return validate_split(read_json(path), where=str(path))
+
+
+def load_detections(path: str | os.PathLike, split: Mapping | None = None) -> list:
+    return validate_detections(read_json(path), split, where=str(path))
+
+
+def load_pseudo_labels(path: str | os.PathLike) -> dict:
+    return validate_pseudo_labels(read_json(path), where=str(path))
+
+
+def category_names(split: Mapping) -> list[str]:
+    """Class names ordered by category id."""
+    return [c["name"] for c in sorted(split["categories"], key=lambda c: c["id"])]

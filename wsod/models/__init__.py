@@ -1,0 +1,11 @@
+"""Modules registered into mmdet's registries. Configs load them with
+``custom_imports=dict(imports=['wsod.models'], allow_failed_imports=False)``.
+"""
+
+from wsod.utils.mmengine_compat import enable_safe_resume
+
+from .backbones import *  # noqa: F401,F403
+
+enable_safe_resume()
+from .dump_results import WSODDumpCocoResults  # noqa: F401
+from . import strong  # noqa: F401,E402

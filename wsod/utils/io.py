@@ -1,0 +1,160 @@
+"""Atomic artifact writes with a provenance sidecar, and friendly readers.
+
+Every artifact is written to a temporary file in the same folder and renamed into place, so an
+interrupted stage never leaves a partial file that `make` would take as done. Beside it goes
+``<file>.meta.json``: resolved config, command line, git commit, input file hashes, package
+versions, seed and wall time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+_PACKAGES = ("wsod", "torch", "torchvision", "mmcv", "mmdet", "mmengine", "numpy",
+             "pycocotools", "opencv-contrib-python-headless")
+
+
+class ArtifactError(RuntimeError):
+    """A file could not be read; the message names it and says what to do."""
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike):
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj: Any, indent: int | None = None) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w") as f:
+        json.dump(obj, f, indent=indent)
+
+
+def write_pickle(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        pickle.dump(obj, f, protocol=4)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(text)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such file; run the stage that makes it (see `make help`)")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ArtifactError(f"{path}: not valid json ({e}); delete it and rerun its stage") from e
+
+
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_commit() -> str | None:
+    here = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", "wsod",
+                                "configs", "pipelines"], capture_output=True, text=True,
+                               timeout=5).stdout.strip()
+        return out + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    return repr(obj)
+
+
+def write_meta(path: str | os.PathLike, *, stage: str, config: Mapping | None = None,
+               inputs: Iterable[str | os.PathLike] = (), seed: int | None = None,
+               started: float | None = None, extra: Mapping | None = None) -> Path:
+    """Write ``<path>.meta.json`` describing how ``path`` was made. Returns the sidecar path."""
+    meta_path = Path(f"{path}.meta.json")
+    inputs_info = {}
+    for p in inputs:
+        p = Path(p)
+        inputs_info[str(p)] = file_sha256(p) if p.is_file() else None
+    meta = {
+        "artifact": str(path),
+        "stage": stage,
+        "command": sys.argv,
+        "config": _jsonable(config or {}),
+        "inputs_sha256": inputs_info,
+        "seed": seed,
+        "git_commit": git_commit(),
+        "packages": package_versions(),
+        "wall_time_s": None if started is None else round(time.time() - started, 3),
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if extra:
+        meta.update(_jsonable(extra))
+    write_json(meta_path, meta, indent=2)
+    return meta_path
+
+
+def write_artifact(path: str | os.PathLike, writer: Callable[[Path], None], **meta: Any) -> Path:
+    """Write an artifact atomically with ``writer(tmp_path)``, then its ``.meta.json``."""
+    with atomic_path(path) as tmp:
+        writer(tmp)
+    write_meta(path, **meta)
+    return Path(path)
+
+
+def write_json_artifact(path: str | os.PathLike, obj: Any, indent: int | None = None,
+                        **meta: Any) -> Path:
+    def _w(tmp: Path) -> None:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=indent)
+
+    return write_artifact(path, _w, **meta)
