@@ -19,14 +19,14 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
+# Three pipeline values, read in one call with the venv's python (empty before `make setup`).
+PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
+    weak.config=- strong.config=- fsd=0 2>/dev/null))
+WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
+STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
-FSD ?= $(call pipe,fsd,0)
+FSD ?= $(word 3,$(PIPE_VALUES))
 PYTEST_ARGS ?=
-
-# A pipeline value, read with the venv's python (empty before `make setup`).
-pipe = $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) $(1) $(2) 2>/dev/null))
-WEAK_CONFIG := $(call pipe,weak.config)
-STRONG_CONFIG := $(call pipe,strong.config)
 
 DATA := $(RUN)/data
 PROPS := $(RUN)/proposals
@@ -143,8 +143,7 @@ $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets
 report: $(REPORT)/report.md  ## report.md + report.html with tables, PR curves, gallery
 $(REPORT)/report.md: $(EVAL)/metrics.json
 	$(WSOD) report --metrics $< --out-dir $(REPORT) --gt $(DATA)/val_gt.json \
-	    --detections weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
-	    --pseudo-labels $(DENOISE)/pseudo_train.json
+	    --detections $(EVAL_DETS) --pseudo-labels $(DENOISE)/pseudo_train.json
 
 clean:  ## remove work_dirs (all pipeline outputs)
 	rm -rf work_dirs

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 STAGES = ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report")
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples' line breaks. Defaults are stated in each option's help text: options
+    default to None so that ``--pipeline`` can fill them, and None is not worth printing."""
 
 
 def build_parser() -> argparse.ArgumentParser:

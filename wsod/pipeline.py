@@ -37,9 +37,9 @@ def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
     return str(node)
 
 
-if __name__ == "__main__":  # python -m wsod.pipeline FILE KEY [DEFAULT]
+if __name__ == "__main__":  # python -m wsod.pipeline FILE KEY=DEFAULT ... (for the Makefile)
     import sys
 
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: python -m wsod.pipeline PIPELINE_FILE DOTTED.KEY [DEFAULT]")
-    print(get_value(*sys.argv[1:]))
+    if len(sys.argv) < 3:
+        sys.exit("usage: python -m wsod.pipeline PIPELINE_FILE DOTTED.KEY=DEFAULT ...")
+    print(" ".join(get_value(sys.argv[1], *arg.split("=", 1)) for arg in sys.argv[2:]))

@@ -38,6 +38,7 @@ def atomic_path(path: str | os.PathLike):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o644)  # mkstemp's 0600 would make artifacts private to their writer
     try:
         yield Path(tmp)
         os.replace(tmp, path)

@@ -1,0 +1,14 @@
+# PASCAL VOC 2007 on a 2-core CPU: image-level labels of train (2,500 images) for every training
+# stage; val (1,253 images) for every mAP; train for CorLoc and pseudo-label quality.
+#   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
+run_name = 'voc07_cpu'
+fsd = 1  # also train the fully supervised reference (same strong config on the real boxes)
+
+data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
+# selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
+proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
+weak = dict(config='configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py', seed=0)
+denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
+strong = dict(
+    config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-3e_voc07-pseudo_voc07-val.py',
+    seed=0)

@@ -1,0 +1,150 @@
+"""Custom datasets: CSV (+ COCO or VOC XML boxes) and COCO json with image labels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wsod import contracts
+from wsod.datasets.base import DatasetError
+from wsod.stages.data import run
+
+
+@pytest.fixture()
+def images(voc_root: Path, voc_train_ids: list[str], tmp_path: Path) -> Path:
+    """A folder with 4 real VOC images under plain names, plus their XML in boxes_xml/."""
+    root = tmp_path / "imgs"
+    (root / "pics").mkdir(parents=True)
+    (tmp_path / "boxes_xml").mkdir()
+    for i in voc_train_ids[:4]:
+        shutil.copy(voc_root / "JPEGImages" / f"{i}.jpg", root / "pics" / f"{i}.jpg")
+        shutil.copy(voc_root / "Annotations" / f"{i}.xml", tmp_path / "boxes_xml" / f"{i}.xml")
+    return root
+
+
+def test_csv_with_header_sorted_classes_and_xml_boxes(images: Path, tmp_path: Path) -> None:
+    (images / "train.csv").write_text(
+        "file,labels\npics/000012.jpg,car\npics/000017.jpg,person;horse\n"
+    )
+    (images / "val.csv").write_text("pics/000023.jpg,bicycle;person\npics/000026.jpg,\n")
+    out = tmp_path / "out"
+    summary = run(images, out, format="csv", boxes=tmp_path / "boxes_xml")
+    assert summary["train"]["images"] == 2 and summary["val"]["images"] == 2
+    train = contracts.load_split(out / "train.json")
+    names = [c["name"] for c in train["categories"]]
+    assert names == ["bicycle", "car", "horse", "person"]  # sorted union over both CSVs
+    assert train["info"]["data_root"] == str(images.resolve())
+    assert train["images"][0] == {
+        "id": 12,
+        "file_name": "pics/000012.jpg",
+        "width": 500,
+        "height": 333,
+        "labels": [2],
+    }
+    assert train["images"][1]["labels"] == [3, 4]
+    val = contracts.load_split(out / "val.json")
+    assert val["images"][1]["labels"] == []  # an image with no object of any class
+    gt = contracts.validate_gt(json.loads((out / "train_gt.json").read_text()))
+    assert gt["info"]["has_boxes"] is True
+    car = [a for a in gt["annotations"] if a["image_id"] == 12]
+    assert [(a["category_id"], a["bbox"]) for a in car] == [(2, [155.0, 96.0, 196.0, 174.0])]
+
+
+def test_csv_explicit_classes_coco_boxes_and_unknown_name(images: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "mine.csv"
+    csv.write_text("pics/000012.jpg,car\npics/000017.jpg,horse\n")
+    boxes = tmp_path / "boxes.json"
+    boxes.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 5, "file_name": "pics/000012.jpg"}],
+                "categories": [{"id": 9, "name": "car"}],
+                "annotations": [{"id": 1, "image_id": 5, "category_id": 9, "bbox": [1, 2, 30, 40]}],
+            }
+        )
+    )
+    out = tmp_path / "out"
+    summary = run(
+        images, out, format="csv", splits=[str(csv)], classes=["horse", "car"], boxes=boxes
+    )
+    assert list(summary) == ["mine"]
+    split = contracts.load_split(out / "mine.json")
+    assert [im["labels"] for im in split["images"]] == [[2], [1]]
+    gt = json.loads((out / "mine_gt.json").read_text())
+    assert [(a["image_id"], a["category_id"], a["bbox"]) for a in gt["annotations"]] == [
+        (12, 2, [1.0, 2.0, 30.0, 40.0])
+    ]
+    csv.write_text("pics/000012.jpg,car\npics/000017.jpg,zebra\n")
+    with pytest.raises(DatasetError, match=r"mine\.csv.*unknown class names \['zebra'\]"):
+        run(images, tmp_path / "out2", format="csv", splits=[str(csv)], classes=["horse", "car"])
+    assert not (tmp_path / "out2").exists()
+    summary = run(
+        images,
+        tmp_path / "out3",
+        format="csv",
+        splits=[str(csv)],
+        classes=["horse", "car"],
+        skip_bad=True,
+    )
+    assert summary["mine"] == {**summary["mine"], "images": 1, "skipped": 1}
+    gt = json.loads((tmp_path / "out3" / "mine_gt.json").read_text())
+    assert gt["info"]["has_boxes"] is False and gt["annotations"] == []
+
+
+def test_csv_missing_and_empty(images: Path, tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"train\.csv: split file not found"):
+        run(images, tmp_path / "out", format="csv")
+    (images / "train.csv").write_text("file,labels\n")
+    with pytest.raises(DatasetError, match=r"train\.csv: the split CSV is empty"):
+        run(images, tmp_path / "out", format="csv", splits=["train"])
+    (images / "train.csv").write_text("pics/000012.jpg,car\npics/nope.jpg,car\n")
+    with pytest.raises(DatasetError, match=r"nope\.jpg: image file is missing"):
+        run(images, tmp_path / "out", format="csv", splits=["train"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_coco_labels_from_images_or_annotations(images: Path, tmp_path: Path) -> None:
+    coco = {
+        "images": [
+            {
+                "id": 100,
+                "file_name": "pics/000012.jpg",
+                "width": 500,
+                "height": 333,
+                "labels": ["car"],
+            },
+            {"id": 101, "file_name": "pics/000017.jpg", "width": 480, "height": 364},
+        ],
+        "categories": [
+            {"id": 3, "name": "horse"},
+            {"id": 1, "name": "car"},
+            {"id": 7, "name": "person"},
+        ],
+        "annotations": [
+            {"id": 1, "image_id": 101, "category_id": 3, "bbox": [89, 77, 314, 259]},
+            {"id": 2, "image_id": 101, "category_id": 7, "bbox": [184, 61, 95, 138]},
+        ],
+    }
+    (images / "train.json").write_text(json.dumps(coco))
+    out = tmp_path / "out"
+    summary = run(images, out, format="coco", splits=["train"])
+    assert summary["train"]["images"] == 2 and summary["train"]["objects"] == 2
+    split = contracts.load_split(out / "train.json")
+    assert [c["name"] for c in split["categories"]] == ["car", "horse", "person"]  # id order
+    assert [(im["id"], im["labels"]) for im in split["images"]] == [(100, [1]), (101, [2, 3])]
+    assert all("bbox" not in im for im in split["images"]) and "annotations" not in split
+    gt = contracts.validate_gt(json.loads((out / "train_gt.json").read_text()))
+    assert [(a["image_id"], a["category_id"]) for a in gt["annotations"]] == [(101, 2), (101, 3)]
+    # a single json file as the source: one split, named by the file
+    summary = run(images / "train.json", tmp_path / "out2", format="coco")
+    assert list(summary) == ["train"]
+    assert contracts.load_split(tmp_path / "out2" / "train.json")["info"]["data_root"] == str(
+        images.resolve()
+    )
+    coco["images"][0]["labels"] = ["unicorn"]
+    (images / "train.json").write_text(json.dumps(coco))
+    with pytest.raises(DatasetError, match="unknown class 'unicorn'"):
+        run(images, tmp_path / "out3", format="coco", splits=["train"])

@@ -1,0 +1,112 @@
+"""What every dataset loader returns, plus the checks they share.
+
+A loader reads one split into a :class:`SplitData` held in memory; nothing is written until
+every requested split has been read and checked (see ``wsod.stages.data``), so bad input never
+leaves a partial file behind.
+
+Box convention: ``SplitData.annotations`` carry COCO ``bbox`` = ``[x, y, w, h]`` in 0-based
+continuous pixel coordinates (the corners are ``x1, y1 = x, y`` and ``x2, y2 = x + w, y + h``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SKIP_HINT = "rerun with --skip-bad (skip_bad=True) to skip and count it"
+
+
+class DatasetError(ValueError):
+    """Bad dataset input; the message names the file and what to do."""
+
+
+@dataclass
+class SplitData:
+    """One split read into memory.
+
+    Attributes:
+        name: split name (``train``, ``val``, ...).
+        data_root: absolute dataset root; every ``file_name`` is relative to it.
+        classes: class names; category id ``k`` (1-based) is ``classes[k - 1]``.
+        format: loader name (``voc``, ``csv``, ``coco``, ``demo``).
+        images: ``[{id, file_name, width, height, labels}]``, labels = sorted category ids.
+        annotations: eval-only boxes ``[{image_id, category_id, bbox: [x, y, w, h], difficult}]``.
+        skipped: ``[{item, file, reason}]`` for items left out under ``skip_bad``.
+        has_boxes: whether the source had ground-truth boxes at all.
+        inputs: list/label files read (hashed into the ``.meta.json`` sidecar).
+    """
+
+    name: str
+    data_root: Path
+    classes: list[str]
+    format: str
+    images: list[dict] = field(default_factory=list)
+    annotations: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    has_boxes: bool = True
+    inputs: list[str] = field(default_factory=list)
+
+
+class BadItem(Exception):
+    """One item (image) is bad; the loader either raises a DatasetError or skips it."""
+
+    def __init__(self, file: str | os.PathLike, reason: str) -> None:
+        super().__init__(f"{file}: {reason}")
+        self.file = str(file)
+        self.reason = reason
+
+
+def handle_bad(data: SplitData, item: Any, err: BadItem, skip_bad: bool) -> None:
+    """Raise a :class:`DatasetError` for a bad item, or record it as skipped."""
+    if not skip_bad:
+        raise DatasetError(
+            f"{err.file}: {err.reason} (split '{data.name}'); fix or remove it, or {SKIP_HINT}"
+        ) from None
+    data.skipped.append({"item": str(item), "file": err.file, "reason": err.reason})
+
+
+def image_size(path: Path) -> tuple[int, int]:
+    """Cheap readability check of an image file; returns ``(width, height)``.
+
+    Reads only the header (PIL ``open`` + ``verify``) and, for JPEG, checks that the end-of-image
+    marker is present near the end of the file (catches truncated downloads) -- no pixel decode.
+
+    Raises:
+        BadItem: the file is missing, unreadable, not an image or truncated.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if not path.is_file():
+        raise BadItem(path, "image file is missing")
+    try:
+        with Image.open(path) as im:
+            fmt = im.format
+            size = im.size
+            im.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise BadItem(path, f"image is corrupt or unreadable ({type(e).__name__}: {e})") from e
+    if fmt == "JPEG":
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - 4096))
+            if b"\xff\xd9" not in f.read():
+                raise BadItem(path, "JPEG is truncated (no end-of-image marker)")
+    if size[0] <= 0 or size[1] <= 0:
+        raise BadItem(path, f"image has an empty size {size}")
+    return int(size[0]), int(size[1])
+
+
+def image_id_of(stem: str, fallback: int) -> int:
+    """``int(stem)`` when the file stem is numeric (VOC ``000005`` -> 5), else ``fallback``."""
+    return int(stem) if stem.isdigit() else fallback
+
+
+def assign_ids(stems: list[str]) -> list[int]:
+    """Image ids for a list of file stems: ``int(stem)`` if all are numeric and unique, else
+    1..N in list order."""
+    if stems and all(s.isdigit() for s in stems):
+        ids = [int(s) for s in stems]
+        if len(set(ids)) == len(ids):
+            return ids
+    return list(range(1, len(stems) + 1))

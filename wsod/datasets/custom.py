@@ -1,0 +1,346 @@
+"""Custom datasets: a folder of tagged images described by a CSV or a COCO json.
+
+How ``splits`` are resolved (``--splits`` on the command line): each entry names a CSV (or json)
+file. An existing file path is used as is; otherwise ``<source>/<split>.csv`` (``.json`` for
+COCO). The output split is named after the file's stem (``train.csv`` -> ``train.json`` and
+``train_gt.json``). For COCO, ``source`` may also be a single json file: it is then the only
+split, named by the one ``--splits`` entry given, else by the file's stem.
+
+CSV (``format='csv'``): ``source`` is the image folder (the data root). One row per image:
+``file,label1;label2`` where ``file`` is relative to ``source`` and the labels are class names
+separated by ``;`` (an empty label cell = an image with no object of any class). A header row
+whose first cell is ``file``/``file_name``/``filename``/``image``/``path`` is optional. Classes
+are the sorted union of the names in all the split CSVs, unless ``classes`` is given (then an
+unknown name is an error).
+
+COCO (``format='coco'``): ``images`` entries give ``file_name`` relative to the data root
+(``source`` if it is a folder, else the json's folder), and ``labels`` (category ids or names)
+per image; without ``labels`` an image's labels are the categories of its annotations. Classes
+are the json's ``categories`` in id order (renumbered 1..K) unless ``classes`` is given.
+
+Eval-only boxes (``boxes=``): for CSV, a COCO json (images matched by ``file_name``, categories
+by name) or a folder of VOC XML files named ``<image stem>.xml``; for COCO, the json's own
+``annotations``. They go only to ``<split>_gt.json``, never to the training split. Without
+boxes the ``_gt`` file has no annotations and ``info.has_boxes`` is false.
+
+Image ids are ``int(stem)`` when every file stem is numeric and unique, else 1..N in list order
+(COCO keeps its own ids). Width and height come from the image header (COCO: from the json when
+given, after the image is checked).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from wsod.datasets.base import (
+    BadItem,
+    DatasetError,
+    SplitData,
+    assign_ids,
+    handle_bad,
+    image_size,
+)
+from wsod.datasets.voc import parse_voc_xml
+
+_HEADER_NAMES = {"file", "file_name", "filename", "image", "path", "image_path"}
+
+
+def resolve_split_file(source: Path, split: str, ext: str) -> Path:
+    """An existing file path, else ``<source>/<split><ext>``."""
+    p = Path(split)
+    if p.is_file():
+        return p.resolve()
+    cand = source / (split if split.endswith(ext) else f"{split}{ext}")
+    if not cand.is_file():
+        raise DatasetError(
+            f"{cand}: split file not found; name an existing {ext} file (or a "
+            f"split whose {ext} file lies in --source) with --splits"
+        )
+    return cand.resolve()
+
+
+# ----------------------------------------------------------------------------- CSV
+def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
+    """Rows ``(file, [class names])`` of a label CSV; see the module docstring."""
+    rows: list[tuple[str, list[str]]] = []
+    with open(path, newline="") as f:
+        for n, row in enumerate(csv.reader(f), 1):
+            if not row or not any(c.strip() for c in row):
+                continue
+            if n == 1 and row[0].strip().lower() in _HEADER_NAMES:
+                continue
+            if len(row) > 2:
+                raise DatasetError(
+                    f"{path}:{n}: expected 'file,label1;label2' (2 columns), got "
+                    f"{len(row)}; quote the label cell or use ';' between labels"
+                )
+            names = [s.strip() for s in (row[1] if len(row) > 1 else "").split(";") if s.strip()]
+            rows.append((row[0].strip(), sorted(set(names))))
+    if not rows:
+        raise DatasetError(
+            f"{path}: the split CSV is empty; add rows 'file,label1;label2' or "
+            "drop this split from --splits"
+        )
+    return rows
+
+
+def csv_classes(files: Sequence[Path]) -> list[str]:
+    """Sorted union of the class names in the CSVs."""
+    names: set[str] = set()
+    for f in files:
+        for _, labels in read_label_csv(f):
+            names.update(labels)
+    if not names:
+        raise DatasetError(f"{files[0]}: no class names in the CSV files; give --classes")
+    return sorted(names)
+
+
+class _BoxSource:
+    """Eval-only boxes for custom datasets, keyed by image file name (or stem for VOC XML)."""
+
+    def __init__(self, path: Path, classes: Sequence[str]) -> None:
+        self.path = path
+        self.classes = list(classes)
+        self.cat_of = {c: i + 1 for i, c in enumerate(classes)}
+        self.by_file: dict[str, list[dict]] | None = None
+        if path.is_dir():
+            return  # VOC XML folder, read per image
+        if not path.is_file():
+            raise DatasetError(
+                f"{path}: boxes file not found; give a COCO json or a folder of "
+                "VOC XML files with --boxes"
+            )
+        try:
+            coco = json.loads(path.read_text())
+            cats = {c["id"]: c["name"] for c in coco["categories"]}
+            files = {im["id"]: im["file_name"] for im in coco["images"]}
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise DatasetError(
+                f"{path}: not a COCO instances json ({e}); fix it or drop --boxes"
+            ) from e
+        unknown = sorted(set(cats.values()) - set(self.cat_of))
+        if unknown:
+            raise DatasetError(
+                f"{path}: unknown class names {unknown} in the boxes' categories "
+                f"(known: {', '.join(classes)}); fix --classes or the file"
+            )
+        self.by_file = {}
+        for a in coco.get("annotations", []):
+            fname = files.get(a.get("image_id"))
+            if fname is None:
+                continue
+            self.by_file.setdefault(fname, []).append(
+                {
+                    "category_id": self.cat_of[cats[a["category_id"]]],
+                    "bbox": [float(v) for v in a["bbox"]],
+                    "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
+                }
+            )
+
+    def boxes_for(self, file_name: str) -> list[dict]:
+        if self.by_file is not None:
+            return self.by_file.get(file_name, self.by_file.get(Path(file_name).name, []))
+        xml = self.path / f"{Path(file_name).stem}.xml"
+        if not xml.is_file():
+            return []
+        out = []
+        for o in parse_voc_xml(xml, self.classes)["objects"]:
+            x1, y1, x2, y2 = o["bbox"]
+            out.append(
+                {
+                    "category_id": o["category_id"],
+                    "bbox": [x1, y1, x2 - x1, y2 - y1],
+                    "difficult": o["difficult"],
+                }
+            )
+        return out
+
+
+def load_csv_split(
+    source: str | os.PathLike,
+    split: str,
+    *,
+    classes: Sequence[str],
+    boxes: str | os.PathLike | None = None,
+    limit: int | None = None,
+    skip_bad: bool = False,
+) -> SplitData:
+    """Read one CSV split (see the module docstring). ``classes`` fixes the category ids."""
+    root = Path(source).resolve()
+    path = resolve_split_file(root, split, ".csv")
+    rows = read_label_csv(path)
+    if limit is not None:
+        rows = rows[: int(limit)]
+    data = SplitData(
+        name=path.stem,
+        data_root=root,
+        classes=list(classes),
+        format="csv",
+        has_boxes=boxes is not None,
+        inputs=[str(path)],
+    )
+    box_src = _BoxSource(Path(boxes).resolve(), classes) if boxes is not None else None
+    if box_src is not None and box_src.by_file is not None:
+        data.inputs.append(str(box_src.path))
+    cat_of = {c: i + 1 for i, c in enumerate(classes)}
+    ids = assign_ids([Path(f).stem for f, _ in rows])
+    if len(set(ids)) != len(ids):  # pragma: no cover - assign_ids guarantees uniqueness
+        raise DatasetError(f"{path}: duplicate image ids")
+    seen_files: set[str] = set()
+    for (fname, names), img_id in zip(rows, ids, strict=True):
+        try:
+            if fname in seen_files:
+                raise BadItem(path, f"image {fname} is listed twice")
+            unknown = [c for c in names if c not in cat_of]
+            if unknown:
+                raise BadItem(
+                    path,
+                    f"image {fname}: unknown class names {unknown} (known: {', '.join(classes)})",
+                )
+            width, height = image_size(root / fname)
+            anns = box_src.boxes_for(fname) if box_src is not None else []
+        except BadItem as e:
+            handle_bad(data, fname, e, skip_bad)
+            continue
+        seen_files.add(fname)
+        data.images.append(
+            {
+                "id": img_id,
+                "file_name": Path(fname).as_posix(),
+                "width": width,
+                "height": height,
+                "labels": sorted(cat_of[c] for c in names),
+            }
+        )
+        data.annotations.extend({"image_id": img_id, **a} for a in anns)
+    return data
+
+
+# ----------------------------------------------------------------------------- COCO
+def _read_coco(path: Path) -> dict:
+    try:
+        coco = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise DatasetError(f"{path}: not valid json ({e}); fix the file") from e
+    if not isinstance(coco, dict) or not isinstance(coco.get("images"), list):
+        raise DatasetError(f"{path}: not a COCO json (needs 'images' and 'categories')")
+    if not coco["images"]:
+        raise DatasetError(f"{path}: the split has no images; add some or drop this split")
+    if not coco.get("categories"):
+        raise DatasetError(f"{path}: no 'categories'; add them to the json")
+    return coco
+
+
+def coco_classes(files: Sequence[Path]) -> list[str]:
+    """Class names of the first json's categories in id order; all files must agree."""
+    names = None
+    for f in files:
+        coco = _read_coco(f)
+        these = [c["name"] for c in sorted(coco["categories"], key=lambda c: c["id"])]
+        if names is None:
+            names = these
+        elif set(these) != set(names):
+            raise DatasetError(f"{f}: its categories differ from {files[0]}'s; give --classes")
+    return list(names or [])
+
+
+def coco_split_files(source: Path, splits: Sequence[str]) -> list[tuple[str, Path]]:
+    """``[(split name, json path)]`` for the COCO format (see the module docstring)."""
+    if source.is_file():
+        name = splits[0] if len(splits) == 1 else source.stem
+        return [(name, source.resolve())]
+    out = []
+    for s in splits:
+        p = resolve_split_file(source, s, ".json")
+        out.append((Path(s).stem, p))
+    return out
+
+
+def load_coco_split(
+    source: str | os.PathLike,
+    split: str,
+    path: str | os.PathLike,
+    *,
+    classes: Sequence[str],
+    limit: int | None = None,
+    skip_bad: bool = False,
+) -> SplitData:
+    """Read one COCO json split; its annotations (if any) become eval-only boxes."""
+    source = Path(source).resolve()
+    path = Path(path).resolve()
+    root = source if source.is_dir() else path.parent
+    coco = _read_coco(path)
+    src_cats = {c["id"]: c["name"] for c in coco["categories"]}
+    cat_of = {c: i + 1 for i, c in enumerate(classes)}
+    anns_by_img: dict = {}
+    for a in coco.get("annotations", []) or []:
+        anns_by_img.setdefault(a.get("image_id"), []).append(a)
+    images = coco["images"][: int(limit)] if limit is not None else coco["images"]
+    data = SplitData(
+        name=split,
+        data_root=root,
+        classes=list(classes),
+        format="coco",
+        has_boxes=bool(coco.get("annotations")),
+        inputs=[str(path)],
+    )
+    seen: set = set()
+    for im in images:
+        item = im.get("file_name", im.get("id"))
+        try:
+            if "id" not in im or "file_name" not in im:
+                raise BadItem(path, f"image entry {im!r} needs 'id' and 'file_name'")
+            if im["id"] in seen:
+                raise BadItem(path, f"image id {im['id']} appears twice")
+            anns = anns_by_img.get(im["id"], [])
+            names = []
+            raw = im.get("labels")
+            if raw is None:
+                raw = [a.get("category_id") for a in anns]
+            for lab in raw:
+                name = src_cats.get(lab, lab if isinstance(lab, str) else None)
+                if name not in cat_of:
+                    raise BadItem(
+                        path,
+                        f"image {im['file_name']}: unknown class {lab!r} "
+                        f"(known: {', '.join(classes)})",
+                    )
+                names.append(name)
+            out_anns = []
+            for a in anns:
+                name = src_cats.get(a.get("category_id"))
+                if name not in cat_of:
+                    raise BadItem(
+                        path,
+                        f"annotation {a.get('id')} of {im['file_name']}: unknown "
+                        f"category {a.get('category_id')!r}",
+                    )
+                bbox = [float(v) for v in a["bbox"]]
+                out_anns.append(
+                    {
+                        "image_id": im["id"],
+                        "category_id": cat_of[name],
+                        "bbox": bbox,
+                        "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
+                    }
+                )
+            width, height = image_size(root / im["file_name"])
+        except BadItem as e:
+            handle_bad(data, item, e, skip_bad)
+            continue
+        seen.add(im["id"])
+        data.images.append(
+            {
+                "id": im["id"],
+                "file_name": Path(im["file_name"]).as_posix(),
+                "width": int(im.get("width") or width),
+                "height": int(im.get("height") or height),
+                "labels": sorted({cat_of[n] for n in names}),
+            }
+        )
+        data.annotations.extend(out_anns)
+    return data
