@@ -126,31 +126,42 @@ def validate_gt(gt: Any, where: str = "ground truth") -> dict:
 
 # --------------------------------------------------------------------------- detections
 def validate_detections(dets: Any, split: Mapping | None = None, where: str = "detections") -> list:
-    """Check a COCO results list; with ``split``, image and category ids must exist there."""
+    """Check a COCO results list; with ``split``, image and category ids must exist there.
+
+    Vectorised: a VOC-sized file (1.5M entries) validates in a few seconds.
+    """
     if not isinstance(dets, list):
         _fail(where, "detections must be a json list of {image_id, category_id, bbox, score}")
-    img_ids = {im["id"] for im in split["images"]} if split else None
-    cat_ids = {c["id"] for c in split["categories"]} if split else None
-    bad_img: set = set()
-    bad_cat: set = set()
-    for i, d in enumerate(dets):
-        for key in ("image_id", "category_id", "bbox", "score"):
-            if key not in d:
-                _fail(where, f"entry {i} lacks '{key}'")
-        b = d["bbox"]
-        if len(b) != 4 or not np.all(np.isfinite(b)) or b[2] < 0 or b[3] < 0:
-            _fail(where, f"entry {i} has a bad bbox {b!r} (want x, y, w>=0, h>=0)")
-        if not np.isfinite(d["score"]):
-            _fail(where, f"entry {i} has a non-finite score")
-        if img_ids is not None and d["image_id"] not in img_ids:
-            bad_img.add(d["image_id"])
-        if cat_ids is not None and d["category_id"] not in cat_ids:
-            bad_cat.add(d["category_id"])
-    if bad_img:
-        _fail(where, f"{len(bad_img)} image ids not in the split, e.g. {sorted(bad_img)[:5]}")
-    if bad_cat:
-        _fail(where, f"unknown category ids {sorted(bad_cat)}")
-    return list(dets)
+    if not dets:
+        return []
+    try:
+        img = np.fromiter((d["image_id"] for d in dets), dtype=np.int64, count=len(dets))
+        cat = np.fromiter((d["category_id"] for d in dets), dtype=np.int64, count=len(dets))
+        score = np.fromiter((d["score"] for d in dets), dtype=np.float64, count=len(dets))
+        box = np.array([d["bbox"] for d in dets], dtype=np.float64)
+    except (KeyError, TypeError) as e:
+        bad = next(i for i, d in enumerate(dets) if not isinstance(d, Mapping)
+                   or not {"image_id", "category_id", "bbox", "score"} <= d.keys())
+        _fail(where, f"entry {bad} lacks one of image_id, category_id, bbox, score ({e!r})")
+    except ValueError:
+        bad = next(i for i, d in enumerate(dets) if np.shape(d["bbox"]) != (4,))
+        _fail(where, f"entry {bad} has a bad bbox {dets[bad]['bbox']!r} (want 4 numbers)")
+    bad_box = ~np.isfinite(box).all(1) | (box[:, 2] < 0) | (box[:, 3] < 0)
+    if bad_box.any():
+        i = int(np.flatnonzero(bad_box)[0])
+        _fail(where, f"entry {i} has a bad bbox {dets[i]['bbox']!r} (want x, y, w>=0, h>=0)")
+    if not np.isfinite(score).all():
+        _fail(where, f"entry {int(np.flatnonzero(~np.isfinite(score))[0])} has a non-finite score")
+    if split:
+        img_ids = np.array([im["id"] for im in split["images"]], dtype=np.int64)
+        cat_ids = np.array([c["id"] for c in split["categories"]], dtype=np.int64)
+        bad_img = np.setdiff1d(img, img_ids)
+        if bad_img.size:
+            _fail(where, f"{bad_img.size} image ids not in the split, e.g. {bad_img[:5].tolist()}")
+        bad_cat = np.setdiff1d(cat, cat_ids)
+        if bad_cat.size:
+            _fail(where, f"unknown category ids {bad_cat.tolist()}")
+    return dets
 
 
 def detections_by_image(dets: Iterable[Mapping]) -> dict[int, dict[str, np.ndarray]]:
