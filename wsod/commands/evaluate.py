@@ -1,0 +1,88 @@
+"""``wsod evaluate``: VOC mAP (11-point and area), COCO AP and train-side diagnostics."""
+
+from __future__ import annotations
+
+import argparse
+
+from wsod.commands import kwargs_of
+
+HELP = "score detectors (and pseudo labels) against the eval-only ground truth -> metrics.json"
+
+EXAMPLES = """examples:
+  wsod evaluate --gt data/voc07/val_gt.json \\
+      --detections weak=work/weak/val_dets.json strong=work/strong/val_dets.json \\
+      --out work/metrics.json
+  wsod evaluate --gt data/voc07/val_gt.json --detections work/weak/val_dets.json \\
+      --train-gt data/voc07/train_gt.json --train-detections weak=work/weak/train_dets.json \\
+      --pseudo-labels work/denoise/pseudo_labels.json --out work/metrics.json
+
+Only this stage (and `wsod report`) reads ground-truth boxes; training stages never do.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gt", metavar="FILE", help="eval split ground truth (<split>_gt.json)")
+    parser.add_argument(
+        "--detections",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="COCO results json per detector on the eval split (name=path; a "
+        "bare path is named by its file stem)",
+    )
+    parser.add_argument("--out", metavar="FILE", help="output metrics.json")
+    parser.add_argument(
+        "--names", nargs="+", metavar="NAME", help="names for bare --detections paths, in order"
+    )
+    parser.add_argument(
+        "--train-gt",
+        metavar="FILE",
+        help="train split ground truth, for CorLoc / pseudo-label diagnostics",
+    )
+    parser.add_argument(
+        "--train-detections",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="detections on the train split, scored by CorLoc",
+    )
+    parser.add_argument(
+        "--pseudo-labels",
+        metavar="FILE",
+        help="pseudo labels (COCO instances + score) on train images",
+    )
+    parser.add_argument(
+        "--split-name",
+        metavar="NAME",
+        help="name of the evaluated split (default: from the gt file)",
+    )
+    parser.add_argument("--iou-thr", type=float, metavar="T", help="IoU threshold (default 0.5)")
+    parser.add_argument(
+        "--pr-points", type=int, metavar="N", help="recall levels kept per PR curve (default 101)"
+    )
+
+
+def execute(args: argparse.Namespace) -> int:
+    from wsod.stages.evaluate import run
+
+    for opt in ("gt", "detections", "out"):
+        if getattr(args, opt, None) is None:
+            raise ValueError(f"--{opt} is required (or give it in the pipeline's 'evaluate' dict)")
+    result = run(
+        args.gt,
+        args.detections,
+        args.out,
+        **kwargs_of(
+            args,
+            "names",
+            "train_gt",
+            "train_detections",
+            "pseudo_labels",
+            "split_name",
+            "iou_thr",
+            "pr_points",
+        ),
+    )
+    for name, d in result["detectors"].items():
+        coco = d.get("coco", {}).get("AP")
+        print(f"{name}: mAP@0.5 11-point {d['mAP_11points']} area {d['mAP_area']} COCO AP {coco}")
+    print(f"wrote {args.out} (split {result['split']})")
+    return 0

@@ -1,0 +1,73 @@
+"""``wsod report``: metrics.json -> report.md + self-contained report.html with plots."""
+
+from __future__ import annotations
+
+import argparse
+
+from wsod.commands import kwargs_of
+
+HELP = "write report.md and a self-contained report.html (tables, PR curves, gallery)"
+
+EXAMPLES = """examples:
+  wsod report --metrics work/metrics.json --out-dir work/report
+  wsod report --metrics work/metrics.json --out-dir work/report --gt data/voc07/val_gt.json \\
+      --detections weak=work/weak/val_dets.json strong=work/strong/val_dets.json \\
+      --pseudo-labels work/denoise/pseudo_labels.json --gallery-images 12
+
+Tables and plots need only metrics.json; --gt (and --pseudo-labels) add the image gallery.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics", metavar="FILE", help="metrics.json of `wsod evaluate`")
+    parser.add_argument("--out-dir", metavar="DIR", help="folder for report.md/html and PNGs")
+    parser.add_argument(
+        "--gt", metavar="FILE", help="evaluated split's <split>_gt.json: enables the gallery"
+    )
+    parser.add_argument(
+        "--detections",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="detections drawn in the gallery (default: those in metrics.json)",
+    )
+    parser.add_argument(
+        "--pseudo-labels", metavar="FILE", help="pseudo labels drawn against the train ground truth"
+    )
+    parser.add_argument(
+        "--gallery-images", type=int, metavar="N", help="images per gallery (default 8; 0 disables)"
+    )
+    parser.add_argument("--title", help="report title")
+    parser.add_argument("--seed", type=int, help="seed of the gallery's image choice (default 0)")
+    parser.add_argument(
+        "--score-thr",
+        type=float,
+        metavar="S",
+        help="minimum score of a drawn detection (default 0.3)",
+    )
+
+
+def execute(args: argparse.Namespace) -> int:
+    from wsod.stages.report import run
+
+    for opt, flag in (("metrics", "--metrics"), ("out_dir", "--out-dir")):
+        if getattr(args, opt, None) is None:
+            raise ValueError(f"{flag} is required (or give it in the pipeline's 'report' dict)")
+    result = run(
+        args.metrics,
+        args.out_dir,
+        **kwargs_of(
+            args,
+            "gt",
+            "detections",
+            "pseudo_labels",
+            "gallery_images",
+            "title",
+            "seed",
+            "score_thr",
+        ),
+    )
+    print(
+        f"wrote {result['html']} and {result['markdown']} "
+        f"({len(result['figures'])} plots, {len(result['gallery'])} gallery images)"
+    )
+    return 0

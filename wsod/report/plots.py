@@ -1,0 +1,188 @@
+"""Figures of the report (matplotlib, Agg backend): PR curves, per-class AP bars, a gallery.
+
+All functions take json-ready metrics (``metrics.json``) or arrays and write one PNG each.
+Boxes are float ``x1, y1, x2, y2`` 0-based pixels.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLORS = {
+    "gt": "#2ca02c",
+    "weak": "#1f77b4",
+    "strong": "#d62728",
+    "fsd": "#9467bd",
+    "pseudo labels": "#ff7f0e",
+}
+_CYCLE = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+
+
+def color_of(name: str, i: int = 0) -> str:
+    """A stable colour per detector name."""
+    return COLORS.get(name, _CYCLE[i % len(_CYCLE)])
+
+
+def pr_curves(
+    detectors: Mapping[str, Mapping],
+    classes: Sequence[str],
+    path: str | os.PathLike,
+    ap_key: str = "ap_11points",
+) -> Path:
+    """One subplot per class with every detector's (interpolated) PR curve.
+
+    Args:
+        detectors: ``{name: metrics entry}`` with ``per_class[class]["pr"]`` recall/precision.
+        classes: class names, in display order.
+        path: output PNG.
+        ap_key: which AP to print in the legend.
+    """
+    n = len(classes)
+    cols = min(5, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(2.6 * cols, 2.3 * rows), squeeze=False, sharex=True, sharey=True
+    )
+    for k, cls in enumerate(classes):
+        ax = axes[k // cols][k % cols]
+        for i, (name, det) in enumerate(detectors.items()):
+            pc = det["per_class"].get(cls)
+            if not pc or not pc.get("num_gt"):
+                continue
+            ap = pc.get(ap_key)
+            label = f"{name} {ap * 100:.1f}" if ap is not None else f"{name} n/a"
+            ax.plot(
+                pc["pr"]["recall"],
+                pc["pr"]["precision"],
+                color=color_of(name, i),
+                lw=1.2,
+                label=label,
+            )
+        ax.set_title(cls, fontsize=9)
+        if not any((det["per_class"].get(cls) or {}).get("num_gt") for det in detectors.values()):
+            ax.text(0.5, 0.5, "no GT boxes", ha="center", va="center", fontsize=8, color="gray")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.tick_params(labelsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6, loc="lower left")
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    fig.supxlabel("recall", fontsize=9)
+    fig.supylabel("precision (envelope)", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def ap_bars(
+    columns: Mapping[str, Sequence[float | None]],
+    classes: Sequence[str],
+    path: str | os.PathLike,
+    ylabel: str = "AP@0.5 (11-point)",
+) -> Path:
+    """Grouped bars: per class, one bar per column (detector); None is drawn as a missing bar.
+
+    Args:
+        columns: ``{name: per-class values in [0, 1] or None}``, same order as ``classes``.
+        classes: class names.
+        path: output PNG.
+        ylabel: y axis label.
+    """
+    n, m = len(classes), max(len(columns), 1)
+    x = np.arange(n)
+    width = 0.8 / m
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * n * max(1, m / 2)), 3.2))
+    for i, (name, vals) in enumerate(columns.items()):
+        v = np.array([np.nan if a is None else a * 100 for a in vals], dtype=float)
+        ax.bar(x + (i - (m - 1) / 2) * width, v, width, label=name, color=color_of(name, i))
+    ax.set_xticks(x, classes, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel.replace("AP", "AP (%)"), fontsize=9)
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8, ncol=m)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def draw_panels(
+    image: np.ndarray,
+    panels: Sequence[tuple[str, Sequence[Mapping]]],
+    path: str | os.PathLike,
+    class_names: Mapping[int, str],
+    title: str | None = None,
+) -> Path:
+    """Draw one image several times side by side, each with its own box layers.
+
+    Args:
+        image: (H,W,3) RGB uint8.
+        panels: ``[(panel title, [layer, ...]), ...]``; a layer is ``{"name", "bboxes" (N,4)
+            x1y1x2y2, "labels" (N,), optional "scores" (N,), optional "dashed"}``.
+        path: output PNG.
+        class_names: ``{category_id: name}`` for the box captions.
+        title: figure title.
+    """
+    h, w = image.shape[:2]
+    scale = 2.8 / max(h, w)  # inches per pixel: panels ~2.8 in, keeps the html small
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(w * scale * len(panels), h * scale + 0.4), squeeze=False
+    )
+    for ax, (ptitle, layers) in zip(axes[0], panels, strict=True):
+        ax.imshow(image)
+        ax.set_title(ptitle, fontsize=8)
+        ax.axis("off")
+        for i, layer in enumerate(layers):
+            color = color_of(layer["name"], i)
+            scores = layer.get("scores")
+            for j, (b, c) in enumerate(
+                zip(
+                    np.asarray(layer["bboxes"]).reshape(-1, 4),
+                    np.asarray(layer["labels"]),
+                    strict=True,
+                )
+            ):
+                ax.add_patch(
+                    plt.Rectangle(
+                        (b[0], b[1]),
+                        b[2] - b[0],
+                        b[3] - b[1],
+                        fill=False,
+                        ec=color,
+                        lw=1.3,
+                        ls="--" if layer.get("dashed") else "-",
+                    )
+                )
+                cap = class_names.get(int(c), str(c))
+                if scores is not None:
+                    cap += f" {float(scores[j]):.2f}"
+                ax.text(
+                    b[0],
+                    b[1],
+                    cap,
+                    fontsize=5,
+                    color="white",
+                    va="bottom",
+                    bbox={"facecolor": color, "alpha": 0.7, "pad": 0.5, "lw": 0},
+                )
+    if title:
+        fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path, dpi=90)
+
+
+def _save(fig, path: str | os.PathLike, dpi: int = 100) -> Path:
+    from wsod.utils.io import atomic_path
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi)
+    plt.close(fig)
+    return path
