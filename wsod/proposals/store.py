@@ -1,0 +1,193 @@
+"""Reading and writing proposal files, and the per-image resume cache.
+
+Files written by the proposals stage (all atomic, each with ``<file>.meta.json``):
+
+* ``<name>.pkl`` -- mmdet's proposal contract, what ``proposal_file`` + ``LoadProposals`` read:
+  ``{file_name: {"bboxes": float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``, keyed by the
+  image path relative to the data root (``JPEGImages/000005.jpg``), boxes sorted by score.
+* ``<name>.npz`` -- the same content without pickle: ``keys`` (K,) str, ``offsets`` (K+1,)
+  int64, ``bboxes`` (sum N,4) float32, ``scores`` (sum N,) float32; image ``k`` owns rows
+  ``offsets[k]:offsets[k+1]``. :func:`load_proposals` prefers it.
+
+Cache: ``<cache_dir>/<config hash>/`` holds one ``.npz`` per image (``bboxes``, ``scores``),
+written atomically by the worker that computed it, plus ``params.json``. A rerun with the same
+parameters skips every image whose cache file exists, so a killed run resumes where it stopped;
+other parameters get their own sub-folder. The cache does not notice edited image files: delete
+the cache folder after changing images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from wsod.contracts import validate_proposals
+from wsod.utils.io import atomic_path, write_artifact, write_json
+
+
+class ProposalFileError(ValueError):
+    """A proposal file cannot be read; the message names the file and the fix."""
+
+
+def npz_twin(path: str | os.PathLike) -> Path:
+    """``x/train.pkl`` -> ``x/train.npz``."""
+    p = Path(path)
+    return p.with_suffix(".npz") if p.suffix == ".pkl" else Path(f"{p}.npz")
+
+
+def pack(props: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Proposal dict -> the flat arrays of the ``.npz`` twin (keys, offsets, bboxes, scores)."""
+    keys = list(props)
+    boxes = [np.asarray(props[k]["bboxes"], np.float32).reshape(-1, 4) for k in keys]
+    scores = [
+        np.asarray(props[k].get("scores", np.zeros(len(b))), np.float32).reshape(-1)
+        for k, b in zip(keys, boxes, strict=True)
+    ]
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(b) for b in boxes])
+    return {
+        "keys": np.array(keys, dtype=str) if keys else np.zeros(0, dtype="<U1"),
+        "offsets": offsets,
+        "bboxes": np.concatenate(boxes) if boxes else np.zeros((0, 4), np.float32),
+        "scores": np.concatenate(scores) if scores else np.zeros(0, np.float32),
+    }
+
+
+def unpack(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """Inverse of :func:`pack`."""
+    keys, off = arrays["keys"], arrays["offsets"]
+    b, s = arrays["bboxes"], arrays["scores"]
+    return {
+        str(k): {
+            "bboxes": b[off[i] : off[i + 1]].astype(np.float32),
+            "scores": s[off[i] : off[i + 1]].astype(np.float32),
+        }
+        for i, k in enumerate(keys)
+    }
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
+    """Read a ``.npz`` twin (no pickle involved)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return unpack({k: z[k] for k in ("keys", "offsets", "bboxes", "scores")})
+    except (KeyError, ValueError, OSError) as e:
+        raise ProposalFileError(f"{path}: not a proposal .npz ({e}); rerun `wsod proposals`") from e
+
+
+def load_proposals(
+    path: str | os.PathLike,
+    allow_pickle: bool = False,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Load proposals in the mmdet contract, preferring the safe ``.npz`` twin.
+
+    Args:
+        path: a ``.pkl`` (its ``.npz`` twin is read when present) or a ``.npz``.
+        allow_pickle: needed only when a ``.pkl`` has no twin (unpickling runs code).
+
+    Returns:
+        ``{file_name: {"bboxes": float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``.
+    """
+    path = Path(path)
+    twin = path if path.suffix == ".npz" else npz_twin(path)
+    if twin.is_file():
+        return validate_proposals(read_npz(twin), where=str(twin))
+    if not path.is_file():
+        raise ProposalFileError(f"{path}: no such proposal file; run `wsod proposals`")
+    from wsod.proposals.importers import read_pickle
+
+    try:
+        obj = read_pickle(path, allow_pickle)
+    except ValueError as e:
+        raise ProposalFileError(str(e)) from e
+    return validate_proposals(obj, where=str(path))
+
+
+def save_proposals(
+    path: str | os.PathLike, props: Mapping[str, Mapping[str, np.ndarray]], **meta
+) -> Path:
+    """Write ``path`` (.pkl, mmdet contract) and its ``.npz`` twin, atomically, with metas.
+
+    The ``.npz`` is written first, so a present ``.pkl`` (the make target) implies its twin.
+    ``meta`` goes to :func:`wsod.utils.io.write_meta` (stage, config, inputs, seed, started,
+    extra).
+    """
+    path = Path(path)
+    if path.suffix != ".pkl":
+        raise ProposalFileError(
+            f"{path}: the proposal output must end in .pkl (mmdet's "
+            "proposal_file); its .npz twin is written next to it"
+        )
+    clean = {
+        k: {
+            "bboxes": np.asarray(v["bboxes"], np.float32).reshape(-1, 4),
+            "scores": np.asarray(v["scores"], np.float32).reshape(-1),
+        }
+        for k, v in props.items()
+    }
+    validate_proposals(clean, where=str(path))
+    arrays = pack(clean)
+
+    def _npz(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+
+    def _pkl(tmp: Path) -> None:
+        import pickle
+
+        with open(tmp, "wb") as f:
+            pickle.dump(clean, f, protocol=4)
+
+    write_artifact(npz_twin(path), _npz, **meta)
+    return write_artifact(path, _pkl, **meta)
+
+
+# --------------------------------------------------------------------------- cache
+def config_hash(params: Mapping) -> str:
+    """A short stable hash of the parameters that change the boxes."""
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+class ProposalCache:
+    """Per-image ``.npz`` results under ``<root>/<config hash>/``."""
+
+    def __init__(self, root: str | os.PathLike, params: Mapping):
+        self.dir = Path(root) / config_hash(params)
+        self.params = dict(params)
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        pfile = self.dir / "params.json"
+        if not pfile.is_file():
+            write_json(pfile, self.params, indent=2)
+
+    def file(self, key: str) -> Path:
+        safe = key.replace(os.sep, "__").replace("/", "__")
+        return self.dir / f"{safe}.npz"
+
+    def has(self, key: str) -> bool:
+        return self.file(key).is_file()
+
+    def put(self, key: str, bboxes: np.ndarray, scores: np.ndarray) -> None:
+        with atomic_path(self.file(key)) as tmp, open(tmp, "wb") as f:
+            np.savez(
+                f,
+                bboxes=np.asarray(bboxes, np.float32).reshape(-1, 4),
+                scores=np.asarray(scores, np.float32).reshape(-1),
+            )
+
+    def get(self, key: str) -> dict[str, np.ndarray]:
+        f = self.file(key)
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                return {
+                    "bboxes": z["bboxes"].astype(np.float32),
+                    "scores": z["scores"].astype(np.float32),
+                }
+        except (KeyError, ValueError, OSError) as e:
+            raise ProposalFileError(f"{f}: unreadable cache file ({e}); delete it and rerun") from e
