@@ -9,3 +9,6 @@ from .backbones import *  # noqa: F401,F403
 enable_safe_resume()
 from .dump_results import WSODDumpCocoResults  # noqa: F401
 from . import strong  # noqa: F401,E402
+from .backbones.tv_vgg16 import WSODVGG16  # noqa: F401
+from .roi_heads import *  # noqa: F401,F403
+from .detectors import *  # noqa: F401,F403

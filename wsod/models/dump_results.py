@@ -48,10 +48,12 @@ class WSODDumpCocoResults(BaseMetric):
             labels = pred["labels"].detach().cpu().numpy().astype(np.int64)
             keep = np.flatnonzero(scores >= self.score_thr)
             keep = keep[np.argsort(-scores[keep], kind="stable")][: self.max_per_image]
-            self.results.extend(make_detections(sample["img_id"], boxes[keep], scores[keep],
+            # one entry per image: mmengine trims ``results`` to the dataset length
+            self.results.append(make_detections(sample["img_id"], boxes[keep], scores[keep],
                                                 labels[keep] + 1))
 
     def compute_metrics(self, results: list) -> dict:
+        results = [d for per_image in results for d in per_image]
         meta = {"stage": "inference", **self.meta}
         meta.setdefault("started", self._started)
         write_json_artifact(self.out_file, results, **meta)

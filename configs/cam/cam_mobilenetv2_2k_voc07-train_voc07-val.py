@@ -1,0 +1,28 @@
+# CAM classifier on ImageNet MobileNetV2, 2000 steps x 2 images on VOC07 train (image labels
+# only); proposals are scored by the class activation maps at inference.
+_base_ = [
+    '../_base_/models/cam_mobilenetv2.py',
+    '../_base_/datasets/voc07_weak.py',
+    '../_base_/schedules/weak_sgd_4k.py',
+    '../_base_/default_runtime.py',
+]
+# training ignores proposals: load a single one per image (the pipeline still carries them)
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='WSODLoadProposals', num_max_proposals=1),
+    dict(type='ProposalBroadcaster', transforms=[
+        dict(type='RandomChoiceResize', scales=[(1000, 320), (1000, 384), (1000, 448)],
+             keep_ratio=True),
+        dict(type='RandomFlip', prob=0.5)]),
+    dict(type='WSODPackWeakInputs'),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+train_cfg = dict(max_iters=2000)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=100),
+    dict(type='MultiStepLR', by_epoch=False, begin=0, end=2000, milestones=[1500], gamma=0.1),
+]
+default_hooks = dict(
+    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=2),
+    logger=dict(interval=20))
+log_processor = dict(by_epoch=False)

@@ -1,0 +1,249 @@
+"""Every strong-stage config builds; the R50-FPN and MobileNetV2 Faster R-CNN configs run one
+training iteration and one prediction on a real VOC image (tiny inputs)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((REPO / "configs" / "faster_rcnn").glob("*.py"))
+R50 = REPO / "configs/faster_rcnn/faster-rcnn_r50_fpn_1x_voc07-pseudo_voc07-val.py"
+MOBILE = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py"
+IMAGE_ID = "000012"  # VOC07 train: one car
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One intra-op thread: on a loaded 2-core machine OpenMP threads spin against other
+    processes and a MobileNetV2 forward takes ~100x longer with 2 threads than with 1."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _cfg(path):
+    from mmengine.config import Config
+
+    import wsod.models  # noqa: F401
+
+    return Config.fromfile(str(path))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
+def test_config_builds(path):
+    from mmdet.registry import MODELS
+    from mmdet.utils import register_all_modules
+
+    register_all_modules()
+    cfg = _cfg(path)
+    classes = cfg.train_dataloader.dataset.metainfo["classes"]
+    assert cfg.model.roi_head.bbox_head.num_classes == len(classes)
+    assert cfg.train_cfg.type == "IterBasedTrainLoop"
+    assert cfg.test_evaluator.type == "WSODDumpCocoResults"
+    assert any(h["type"] == "WSODFiniteLossHook" for h in cfg.custom_hooks)
+    model = MODELS.build(cfg.model)
+    assert model.roi_head.bbox_head.num_classes == len(classes)
+    assert len(list(model.parameters())) > 50
+
+
+def test_r50_base_comes_from_mmdet():
+    cfg = _cfg(R50)
+    assert cfg.model.backbone.type == "ResNet" and cfg.model.backbone.depth == 50
+    assert cfg.model.neck.in_channels == [256, 512, 1024, 2048]
+    assert cfg.default_scope == "mmdet"
+
+
+def _voc_sample(voc_root: Path, scale: tuple[int, int], train: bool) -> dict:
+    """One real VOC image through mmdet's transforms (boxes from its XML: tests may read GT)."""
+    from mmcv.transforms import Compose
+    from mmdet.utils import register_all_modules
+
+    from wsod import VOC_CLASSES
+    from wsod.datasets.voc import parse_voc_xml
+
+    register_all_modules()
+    ann = parse_voc_xml(voc_root / "Annotations" / f"{IMAGE_ID}.xml", VOC_CLASSES)
+    instances = [
+        {"bbox": list(o["bbox"]), "bbox_label": o["category_id"] - 1, "ignore_flag": 0}
+        for o in ann["objects"]
+    ]
+    steps = [dict(type="LoadImageFromFile")]
+    if train:
+        steps.append(dict(type="LoadAnnotations", with_bbox=True))
+    steps += [
+        dict(type="Resize", scale=scale, keep_ratio=True),
+        dict(
+            type="PackDetInputs",
+            meta_keys=("img_id", "img_path", "ori_shape", "img_shape", "scale_factor"),
+        ),
+    ]
+    results = Compose(steps)(
+        {
+            "img_path": str(voc_root / "JPEGImages" / f"{IMAGE_ID}.jpg"),
+            "img_id": 12,
+            "instances": instances,
+        }
+    )
+    return {"inputs": [results["inputs"]], "data_samples": [results["data_samples"]]}
+
+
+def _one_iteration_and_predict(model, voc_root, scale):
+    from mmengine.optim import OptimWrapper
+
+    model.train()
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    optim = OptimWrapper(
+        torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.001, momentum=0.9)
+    )
+    log_vars = model.train_step(_voc_sample(voc_root, scale, train=True), optim)
+    for key in ("loss", "loss_rpn_cls", "loss_rpn_bbox", "loss_cls", "loss_bbox"):
+        assert np.isfinite(float(torch.as_tensor(log_vars[key]).detach())), (key, log_vars)
+    assert float(log_vars["loss"]) > 0
+    changed = [
+        n
+        for n, p in model.named_parameters()
+        if p.requires_grad and not torch.equal(p.detach(), before[n])
+    ]
+    assert any("roi_head" in n for n in changed) and any("rpn_head" in n for n in changed)
+
+    model.eval()
+    with torch.no_grad():
+        (pred,) = model.test_step(_voc_sample(voc_root, scale, train=False))
+    inst = pred.pred_instances
+    h, w = pred.ori_shape  # 000012 is 500x333: boxes are in original pixels
+    assert (w, h) == (500, 333)
+    assert inst.bboxes.shape[1] == 4 and len(inst.bboxes) == len(inst.scores) == len(inst.labels)
+    if len(inst.bboxes):
+        b = inst.bboxes.numpy()
+        assert b[:, 0].min() >= 0 and b[:, 2].max() <= w + 1e-3 and b[:, 3].max() <= h + 1e-3
+        assert int(inst.labels.max()) < 20
+    return log_vars
+
+
+def test_r50_fpn_one_iteration_and_predict(voc_root):
+    from mmdet.registry import MODELS
+
+    cfg = _cfg(R50)
+    model_cfg = copy.deepcopy(cfg.model)
+    model_cfg.backbone.init_cfg = None  # no ImageNet download in tests
+    torch.manual_seed(0)
+    model = MODELS.build(model_cfg)
+    model.init_weights()
+    _one_iteration_and_predict(model, voc_root, scale=(224, 224))
+
+
+def test_mobilenetv2_loads_imagenet_weights_and_trains(voc_root):
+    from mmdet.registry import MODELS
+
+    from wsod.utils.weights import ensure_torchvision_checkpoint
+
+    cfg = _cfg(MOBILE)
+    assert cfg.model.backbone.init_cfg.checkpoint == "torchvision://mobilenet_v2"
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    path = ensure_torchvision_checkpoint("mobilenet_v2")
+    assert path is not None, "offline MobileNetV2 weights are missing"
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    for key in ("features.0.0.weight", "features.7.conv.1.0.weight", "features.18.0.weight"):
+        assert torch.equal(model.backbone.state_dict()[key], state[key]), key
+    # frozen stride-2/4 stages stay frozen; stride-8 on trains
+    assert not model.backbone.features[3].conv[0][0].weight.requires_grad
+    assert model.backbone.features[4].conv[0][0].weight.requires_grad
+    frozen_before = model.backbone.features[0][0].weight.detach().clone()
+    _one_iteration_and_predict(model, voc_root, scale=(256, 256))
+    assert torch.equal(model.backbone.features[0][0].weight, frozen_before)
+
+
+BOXWEIGHT = (
+    REPO / "configs/faster_rcnn/"
+    "faster-rcnn-boxweight_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py"
+)
+
+
+def test_pseudo_dataset_keeps_weights_aligned(voc_root, tmp_path):
+    from mmdet.registry import DATASETS
+
+    from wsod.utils.io import write_json
+
+    cfg = _cfg(BOXWEIGHT)
+    boxes = [  # (bbox xywh, weight): the second lies outside the 500x333 image and is dropped
+        ([10.0, 20.0, 100.0, 80.0], 0.3),
+        ([600.0, 10.0, 20.0, 20.0], 0.9),
+        ([200.0, 50.0, 150.0, 200.0], 0.7),
+    ]
+    write_json(
+        tmp_path / "pl.json",
+        {
+            "images": [
+                {"id": 12, "file_name": f"JPEGImages/{IMAGE_ID}.jpg", "width": 500, "height": 333}
+            ],
+            "categories": [
+                {"id": i + 1, "name": n}
+                for i, n in enumerate(cfg.train_dataloader.dataset.metainfo["classes"])
+            ],
+            "annotations": [
+                {
+                    "id": k + 1,
+                    "image_id": 12,
+                    "category_id": 7,
+                    "bbox": b,
+                    "area": b[2] * b[3],
+                    "iscrowd": 0,
+                    "score": w,
+                    "weight": w,
+                }
+                for k, (b, w) in enumerate(boxes)
+            ],
+        },
+    )
+    ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+    ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
+    ds = DATASETS.build(ds_cfg)
+    assert [i["weight"] for i in ds.get_data_info(0)["instances"]] == [0.3, 0.7]
+    sample = ds[0]["data_samples"]
+    assert sample.gt_instances.weights.tolist() == pytest.approx([0.3, 0.7])
+    assert sample.gt_instances.bboxes.shape == (2, 4)
+
+
+def test_box_weights_scale_only_the_positives_classification_loss(voc_root):
+    from mmdet.registry import MODELS
+
+    cfg = _cfg(BOXWEIGHT)
+    model_cfg = copy.deepcopy(cfg.model)
+    model_cfg.backbone.init_cfg = None
+    torch.manual_seed(0)
+    model = MODELS.build(model_cfg)
+    model.init_weights()
+    model.train()
+    data = model.data_preprocessor(_voc_sample(voc_root, (224, 224), train=True), True)
+    gt = data["data_samples"][0].gt_instances
+
+    def losses(weights):
+        if weights is None:
+            if "weights" in gt:
+                del gt.weights
+        else:
+            gt.weights = torch.full((len(gt),), weights)
+        torch.manual_seed(1)  # same proposals sampled each time
+        with torch.no_grad():
+            return {
+                k: float(v)
+                for k, v in model.loss(data["inputs"], data["data_samples"]).items()
+                if k in ("loss_cls", "loss_bbox")
+            }
+
+    plain, ones, half, quarter = losses(None), losses(1.0), losses(0.5), losses(0.25)
+    assert ones == pytest.approx(plain)
+    assert half["loss_bbox"] == pytest.approx(plain["loss_bbox"])  # regression untouched
+    # loss_cls = (w * sum over positives + sum over negatives) / number of RoIs: linear in w
+    assert half["loss_cls"] < plain["loss_cls"]
+    assert plain["loss_cls"] - half["loss_cls"] == pytest.approx(
+        2 * (half["loss_cls"] - quarter["loss_cls"]), rel=1e-4
+    )

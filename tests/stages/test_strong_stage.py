@@ -1,0 +1,252 @@
+"""The strong stage end to end on 3 real VOC images: train (2 iterations), resume, detect,
+fully supervised reference, non-finite loss, and the CLI.
+
+The pseudo labels are the images' real boxes (read by the test through the data stage's
+eval-only file: tests may read ground truth, the stage itself never does) with a score.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from wsod import contracts
+from wsod.stages import data as data_stage
+from wsod.utils.io import read_json, write_json
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = (
+    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py"
+)
+# tiny and quick: no ImageNet init (a test below checks it), no loader processes, a
+# checkpoint every iteration, inputs at most 224 px
+FAST = {
+    "model.backbone.init_cfg": None,
+    "train_dataloader.num_workers": 0,
+    "train_dataloader.persistent_workers": False,
+    "test_dataloader.num_workers": 0,
+    "test_dataloader.persistent_workers": False,
+    "train_dataloader.dataset.pipeline.2.scale": (224, 224),
+    "test_dataloader.dataset.pipeline.1.scale": (224, 224),
+    "default_hooks.checkpoint.interval": 1,
+    "default_hooks.logger.interval": 1,
+    "model.test_cfg.rcnn.score_thr": 0.0,  # every image then gets detections
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One intra-op thread: on a loaded 2-core machine OpenMP threads spin against other
+    processes and a MobileNetV2 forward takes ~100x longer with 2 threads than with 1."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def voc3(voc_root, tmp_path_factory):
+    """train.json (3 real VOC train images), its real boxes, and pseudo labels made of them."""
+    out = tmp_path_factory.mktemp("strong_data")
+    data_stage.run(voc_root, out, format="voc", splits=["train"], limit=3)
+    real = read_json(out / "train_gt.json")
+    assert len(real["images"]) == 3 and len(real["annotations"]) >= 3
+    pseudo = {
+        "info": {"data_root": str(voc_root), "split_file": str(out / "train.json")},
+        "images": real["images"],
+        "categories": real["categories"],
+        "annotations": [
+            {
+                "id": a["id"],
+                "image_id": a["image_id"],
+                "category_id": a["category_id"],
+                "bbox": a["bbox"],
+                "score": 0.9,
+            }
+            for a in real["annotations"]
+        ],
+    }
+    write_json(out / "pseudo_train.json", pseudo)
+    return {
+        "dir": out,
+        "split": out / "train.json",
+        "real": out / "train_gt.json",
+        "pseudo": out / "pseudo_train.json",
+    }
+
+
+def test_train_resume_and_detect(voc3, tmp_path):
+    from wsod.stages.strong import run
+
+    work = tmp_path / "strong"
+    first = run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=1)
+    assert first["iterations"] == 1 and first["resumed_from"] is None
+    assert (work / "iter_1.pth").is_file() and first["outputs"] == []
+
+    # "interrupted" after 1 of 2 iterations: the rerun continues from iter_1.pth
+    out = tmp_path / "train_dets.json"
+    res = run(
+        DEMO_CONFIG,
+        voc3["pseudo"],
+        work,
+        cfg_options=FAST,
+        max_iters=2,
+        infer=[(voc3["split"], out), (voc3["split"], None)],
+    )
+    assert res["resumed_from"].endswith("iter_1.pth")
+    assert res["iterations"] == 2 and res["checkpoint"].endswith("iter_2.pth")
+    assert res["supervision"] == "pseudo labels"
+    assert res["outputs"] == [str(out), str(work / "train_dets.json")]
+
+    split = contracts.load_split(voc3["split"])
+    dets = contracts.load_detections(out, split)
+    assert read_json(work / "train_dets.json") == dets
+    assert all(1 <= d["category_id"] <= 20 for d in dets)
+    # score_thr 0: each image gets its rcnn.max_per_img (100) best boxes, none is left out
+    per_image = {im["id"]: 0 for im in split["images"]}
+    for d in dets:
+        per_image[d["image_id"]] += 1
+    assert set(per_image.values()) == {100}, per_image
+    meta = read_json(f"{out}.meta.json")
+    assert meta["stage"] == "strong" and meta["supervision"] == "pseudo labels"
+    assert meta["fully_supervised"] is False
+
+    # the resolved config is saved, with the pseudo labels' classes and data root filled in
+    resolved = (work / "strong_config.py").read_text()
+    assert "train_annotations.json" in resolved and "'aeroplane'" in resolved
+    model = read_json(work / "strong_model.json")
+    assert model["iterations"] == 2 and len(model["classes"]) == 20
+    ann = read_json(work / "train_annotations.json")
+    assert len(ann["annotations"]) == len(read_json(voc3["pseudo"])["annotations"])
+    assert all(a["area"] > 0 and a["weight"] == 0.9 for a in ann["annotations"])
+
+    # a third run on the finished work dir resumes at the end: no training, same checkpoint
+    again = run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=2)
+    assert again["iterations"] == 2 and again["resumed_from"].endswith("iter_2.pth")
+
+    # the same work dir with other training boxes is refused, not silently resumed
+    other = read_json(voc3["pseudo"])
+    other["annotations"] = other["annotations"][:1]
+    write_json(tmp_path / "other.json", other)
+    from wsod.stages.strong import StrongStageError
+
+    with pytest.raises(StrongStageError, match="other boxes"):
+        run(DEMO_CONFIG, tmp_path / "other.json", work, cfg_options=FAST, max_iters=2)
+
+
+def test_fully_supervised_reference_is_labelled(voc3, tmp_path):
+    from wsod.stages.strong import run
+
+    work = tmp_path / "fsd"
+    res = run(
+        DEMO_CONFIG,
+        None,
+        work,
+        fully_supervised_gt=voc3["real"],
+        cfg_options=FAST,
+        max_iters=1,
+        infer=[(voc3["split"], None)],
+    )
+    assert res["outputs"] == [str(work / "fsd_train_dets.json")]
+    assert "ground-truth boxes" in res["supervision"]
+    meta = read_json(work / "fsd_train_dets.json.meta.json")
+    assert meta["fully_supervised"] is True and "ground-truth" in meta["supervision"]
+    assert (work / "fsd_strong_config.py").is_file() and (work / "fsd_strong_model.json").is_file()
+    contracts.load_detections(work / "fsd_train_dets.json", contracts.load_split(voc3["split"]))
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(voc3, tmp_path, monkeypatch):
+    from mmdet.models.detectors.two_stage import TwoStageDetector
+
+    from wsod.models.strong import NonFiniteLossError
+    from wsod.stages.strong import run
+
+    original = TwoStageDetector.loss
+    calls = {"n": 0}
+
+    def loss_nan_from_second_call(self, *args, **kwargs):
+        losses = original(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] >= 2:
+            losses["loss_cls"] = losses["loss_cls"] * float("nan")
+        return losses
+
+    monkeypatch.setattr(TwoStageDetector, "loss", loss_nan_from_second_call)
+    work = tmp_path / "nan"
+    with pytest.raises(NonFiniteLossError) as err:
+        run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=3)
+    msg = str(err.value)
+    assert "iteration 2" in msg and "loss_cls=nan" in msg and "loss_bbox=" in msg
+    assert "iter_1.pth" in msg and "lower the learning rate" in msg.lower()
+    assert (work / "iter_1.pth").is_file() and not (work / "iter_2.pth").exists()
+
+
+def test_missing_data_root_and_class_mismatch_are_explained(voc3, tmp_path):
+    from wsod.stages.strong import StrongStageError, run
+
+    pl = read_json(voc3["pseudo"])
+    pl["info"] = {}
+    write_json(tmp_path / "noroot.json", pl)
+    with pytest.raises(StrongStageError, match="--data-root"):
+        run(DEMO_CONFIG, tmp_path / "noroot.json", tmp_path / "w")
+    split = read_json(voc3["split"])
+    split["categories"][0]["name"] = "plane"
+    write_json(tmp_path / "split.json", split)
+    with pytest.raises(StrongStageError, match="classes differ"):
+        run(DEMO_CONFIG, voc3["pseudo"], tmp_path / "w", infer=[(tmp_path / "split.json", None)])
+    with pytest.raises(StrongStageError, match="exactly one"):
+        run(DEMO_CONFIG, voc3["pseudo"], tmp_path / "w", fully_supervised_gt=voc3["real"])
+
+
+def test_cli_reaches_run(monkeypatch, capsys):
+    import wsod.stages.strong as stage
+    from wsod.cli import main
+
+    seen = {}
+
+    def fake_run(config, pseudo_labels, work_dir, **kwargs):
+        seen.update(config=config, pseudo_labels=pseudo_labels, work_dir=work_dir, **kwargs)
+        return {"outputs": []}
+
+    monkeypatch.setattr(stage, "run", fake_run)
+    rc = main(
+        [
+            "strong",
+            "--config",
+            "c.py",
+            "--pseudo-labels",
+            "pl.json",
+            "--work-dir",
+            "w",
+            "--infer",
+            "val.json:out.json",
+            "--infer",
+            "train.json",
+            "--max-iters",
+            "5",
+            "--seed",
+            "3",
+            "--cfg-options",
+            "optim_wrapper.optimizer.lr=0.001",
+            "train_dataloader.batch_size=1",
+            "--no-resume",
+        ]
+    )
+    assert rc == 0
+    assert seen["infer"] == [("val.json", "out.json"), ("train.json", None)]
+    assert seen["cfg_options"] == {
+        "optim_wrapper.optimizer.lr": 0.001,
+        "train_dataloader.batch_size": 1,
+    }
+    assert seen["max_iters"] == 5 and seen["seed"] == 3 and seen["resume"] is False
+    assert "fully_supervised_gt" not in seen
+    assert json.loads(capsys.readouterr().out) == {"outputs": []}
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["strong", "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text and "--fully-supervised-gt" in text and "--infer" in text

@@ -1,0 +1,327 @@
+"""Weak stage: run() end to end on real VOC images (train, resume, infer), the importers for
+each format (with exact mismatch reports), and the CLI."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wsod import contracts
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py"
+FAST = {  # CPU test settings: no worker processes, 64 RoIs per image in training
+    "train_dataloader.num_workers": 0,
+    "train_dataloader.persistent_workers": False,
+    "test_dataloader.num_workers": 0,
+    "train_dataloader.dataset.pipeline.1.num_sample": 64,
+    "default_hooks.logger.interval": 1,
+}
+
+
+def grid_proposals(width: int, height: int) -> dict[str, np.ndarray]:
+    """Sliding-window boxes (3 sizes, half-size stride) + the whole image, x1y1x2y2."""
+    boxes = [[0, 0, width, height]]
+    for frac in (0.4, 0.6, 0.9):
+        s = frac * min(width, height)
+        for y in np.arange(0, height - s + 1, s / 2):
+            for x in np.arange(0, width - s + 1, s / 2):
+                boxes.append([x, y, x + s, y + s])
+    b = np.array(boxes, np.float32)
+    return {"bboxes": b, "scores": np.linspace(1, 0, len(b), dtype=np.float32)}
+
+
+@pytest.fixture(scope="module")
+def voc_inputs(voc_root, tmp_path_factory) -> tuple[Path, Path, dict]:
+    from wsod.proposals.store import save_proposals
+    from wsod.stages.data import run
+
+    out = tmp_path_factory.mktemp("weak") / "data"
+    run(voc_root, out, format="voc", splits=("train",), limit=3)
+    split = json.loads((out / "train.json").read_text())
+    props = {im["file_name"]: grid_proposals(im["width"], im["height"]) for im in split["images"]}
+    pkl = out / "train_props.pkl"
+    save_proposals(pkl, props, stage="test")  # .pkl (mmdet contract) + its .npz twin
+    return out / "train.json", pkl, split
+
+
+@pytest.mark.slow
+def test_run_trains_resumes_and_writes_valid_detections(voc_inputs, tmp_path):
+    from wsod.stages.weak import run
+
+    split_path, pkl, split = voc_inputs
+    work = tmp_path / "weak"
+    first = run(
+        CONFIG,
+        work,
+        train_split=split_path,
+        train_proposals=pkl,
+        infer=[],
+        cfg_options=FAST,
+        max_iters=1,
+    )
+    assert first["iterations"] == 1 and first["resumed_from"] is None
+    assert first["outputs"] == {}
+    assert Path(first["checkpoint"]).name == "iter_1.pth"
+
+    second = run(
+        CONFIG, work, train_split=split_path, train_proposals=pkl, cfg_options=FAST, max_iters=2
+    )
+    assert Path(second["resumed_from"]).name == "iter_1.pth"  # resumed, not restarted
+    assert second["iterations"] == 2
+    assert Path(second["checkpoint"]).name == "iter_2.pth"
+    logs = "".join(p.read_text() for p in work.glob("*/*.log"))
+    assert "resumed" in logs.lower() and "Iter(train) [2/2]" in logs
+
+    out = work / "train_dets.json"
+    dets = contracts.load_detections(out, split)  # valid COCO results on this split's ids
+    assert second["outputs"][str(out)]["detections"] == len(dets) > 0
+    assert {d["image_id"] for d in dets} == {im["id"] for im in split["images"]}
+    sizes = {im["id"]: (im["width"], im["height"]) for im in split["images"]}
+    for d in dets:
+        x, y, w, h = d["bbox"]
+        W, H = sizes[d["image_id"]]
+        assert 1 <= d["category_id"] <= 20 and x >= 0 and y >= 0
+        assert x + w <= W + 0.01 and y + h <= H + 0.01
+    meta = json.loads(Path(f"{out}.meta.json").read_text())
+    assert meta["stage"] == "weak" and str(split_path) in meta["inputs_sha256"]
+    resolved = (work / "weak_config.py").read_text()
+    assert str(pkl) in resolved and "max_iters=2" in resolved
+    model = json.loads((work / "weak_model.json").read_text())
+    assert model["iterations"] == 2 and len(model["classes"]) == 20
+
+    # no training split: detect with the work dir's last checkpoint
+    again = run(CONFIG, work, infer=[(split_path, pkl, tmp_path / "again.json")], cfg_options=FAST)
+    assert again["checkpoint"] == second["checkpoint"]
+    assert len(contracts.load_detections(tmp_path / "again.json", split)) == len(dets)
+
+
+def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
+    from wsod.stages.weak import WeakStageError, run
+
+    split_path, pkl, _ = voc_inputs
+    with pytest.raises(WeakStageError, match="together"):
+        run(CONFIG, tmp_path, train_split=split_path)
+    with pytest.raises(WeakStageError, match="no such proposal file"):
+        run(CONFIG, tmp_path, train_split=split_path, train_proposals=tmp_path / "none.pkl")
+    with pytest.raises(WeakStageError, match="no checkpoint"):
+        run(CONFIG, tmp_path / "empty", infer=[(split_path, pkl, None)])
+
+
+# --------------------------------------------------------------------------- importers
+def _two_images(split):
+    a, b = split["images"][:2]
+    return a, b
+
+
+def test_import_coco_results(voc_inputs, tmp_path):
+    from wsod.stages.weak import run
+    from wsod.weak.importers import DetectionImportError
+
+    split_path, _, split = voc_inputs
+    a, b = _two_images(split)
+    good = [
+        {"image_id": a["id"], "category_id": 15, "bbox": [1, 2, 30, 40], "score": 0.9},
+        {
+            "image_id": Path(b["file_name"]).stem,
+            "category_name": "dog",
+            "bbox": [0, 0, 10, 10],
+            "score": 0.5,
+        },
+    ]
+    bad = [
+        {"image_id": 999999, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 0.1},
+        {"image_id": a["id"], "category_id": 77, "bbox": [0, 0, 1, 1], "score": 0.1},
+    ]
+    src = tmp_path / "dets.json"
+    src.write_text(json.dumps(good + bad))
+    with pytest.raises(DetectionImportError) as e:
+        run(None, None, import_file=src, split=split_path, out=tmp_path / "out.json")
+    msg = str(e.value)
+    assert "999999" in msg and "'77'" in msg and "--drop-unmatched" in msg
+    res = run(None, tmp_path, import_file=src, split=split_path, drop_unmatched=True)
+    out = tmp_path / "train_dets.json"
+    dets = contracts.load_detections(out, split)
+    assert [(d["image_id"], d["category_id"]) for d in dets] == [(a["id"], 15), (b["id"], 12)]
+    assert res["report"]["unmatched_images"] == {"999999": 1}
+    assert res["report"]["unmatched_classes"] == {"77": 1}
+    assert res["report"]["images_without_detections"] == 1
+    assert json.loads(Path(f"{out}.meta.json").read_text())["stage"] == "weak"
+
+
+def test_import_voc_txt(voc_inputs, tmp_path):
+    from wsod.stages.weak import run
+    from wsod.weak.importers import DetectionImportError
+
+    split_path, _, split = voc_inputs
+    a, b = _two_images(split)
+    sa, sb = Path(a["file_name"]).stem, Path(b["file_name"]).stem
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "comp4_det_train_person.txt").write_text(
+        f"{sa} 0.9 1 1 100 50\n{sb} 0.3 11.5 21 40 60\n"
+    )
+    (folder / "comp4_det_train_diningtable.txt").write_text(f"{sa} 0.2 5 5 10 10\n")
+    res = run(None, None, import_file=folder, split=split_path, out=tmp_path / "voc.json")
+    assert res["report"]["format"] == "voc_txt" and res["report"]["num_kept"] == 3
+    dets = contracts.load_detections(tmp_path / "voc.json", split)
+    first = next(d for d in dets if d["score"] == 0.9)
+    # 1-based inclusive (1,1)-(100,50) -> 0-based x=0, y=0, w=100, h=50
+    assert first["bbox"] == [0.0, 0.0, 100.0, 50.0] and first["category_id"] == 15
+    assert next(d for d in dets if d["score"] == 0.2)["category_id"] == 11  # diningtable
+    # a glob works too; an unknown class and an unknown image are both named
+    (folder / "comp4_det_train_unicorn.txt").write_text(f"{sa} 0.5 1 1 2 2\n")
+    (folder / "comp4_det_train_cat.txt").write_text("424242 0.5 1 1 2 2\nnot a line\n")
+    with pytest.raises(DetectionImportError) as e:
+        run(
+            None,
+            None,
+            import_file=str(folder / "comp4_det_*.txt"),
+            split=split_path,
+            out=tmp_path / "x.json",
+        )
+    msg = str(e.value)
+    assert "unicorn" in msg and "424242" in msg and "malformed" in msg
+
+
+def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
+    from wsod.stages.weak import run
+    from wsod.weak.importers import DetectionImportError
+
+    split_path, _, split = voc_inputs
+    n = len(split["images"])
+    all_boxes = [[np.zeros((0, 5)) for _ in range(n)] for _ in range(21)]  # bg + 20
+    all_boxes[15][1] = np.array([[0, 0, 9, 19, 0.8]])  # person, 2nd image, 0-based inclusive
+    src = tmp_path / "detections.pkl"
+    src.write_bytes(pickle.dumps({"all_boxes": all_boxes}))
+    with pytest.raises(DetectionImportError, match="--allow-pickle"):
+        run(None, None, import_file=src, split=split_path, out=tmp_path / "p.json")
+    run(None, None, import_file=src, split=split_path, out=tmp_path / "p.json", allow_pickle=True)
+    assert any("unpickling" in str(w.message) for w in recwarn)
+    dets = contracts.load_detections(tmp_path / "p.json", split)
+    assert dets == [
+        {
+            "image_id": split["images"][1]["id"],
+            "category_id": 15,
+            "bbox": [0.0, 0.0, 10.0, 20.0],
+            "score": 0.8,
+        }
+    ]
+    all_boxes[1] = all_boxes[1][:-1]  # one image short
+    src.write_bytes(pickle.dumps({"all_boxes": all_boxes}))
+    with pytest.raises(DetectionImportError, match="images per class"):
+        run(
+            None,
+            None,
+            import_file=src,
+            split=split_path,
+            out=tmp_path / "p.json",
+            allow_pickle=True,
+        )
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_reaches_run(monkeypatch, capsys):
+    import wsod.stages.weak as stage
+    from wsod.cli import main
+
+    calls = []
+    monkeypatch.setattr(stage, "run", lambda *a, **k: calls.append((a, k)) or {"ok": 1})
+    rc = main(
+        [
+            "weak",
+            "--config",
+            "c.py",
+            "--work-dir",
+            "w",
+            "--train-split",
+            "s.json",
+            "--train-proposals",
+            "p.pkl",
+            "--infer",
+            "v.json:vp.pkl:o.json",
+            "--infer",
+            "t.json:tp.pkl",
+            "--cfg-options",
+            "train_cfg.max_iters=5",
+            "--seed",
+            "3",
+            "--no-resume",
+        ]
+    )
+    assert rc == 0 and json.loads(capsys.readouterr().out) == {"ok": 1}
+    ((args, kwargs),) = calls
+    assert args == ("c.py", "w")
+    assert kwargs == {
+        "train_split": "s.json",
+        "train_proposals": "p.pkl",
+        "infer": [("v.json", "vp.pkl", "o.json"), ("t.json", "tp.pkl", None)],
+        "cfg_options": {"train_cfg.max_iters": 5},
+        "seed": 3,
+        "resume": False,
+    }
+    calls.clear()
+    rc = main(
+        [
+            "weak",
+            "--import",
+            "r.json",
+            "--split",
+            "s.json",
+            "--out",
+            "o.json",
+            "--allow-pickle",
+            "--import-format",
+            "coco",
+        ]
+    )
+    assert rc == 0
+    assert calls[0][1] == {
+        "import_file": "r.json",
+        "split": "s.json",
+        "out": "o.json",
+        "allow_pickle": True,
+        "import_format": "coco",
+    }
+
+
+def test_cli_help(capsys):
+    from wsod.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["weak", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "wsod weak --config configs/oicr/" in out and "--import" in out
+    assert "--launcher pytorch" in out
+    for cfg in (
+        "configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py",
+        "configs/oicr/oicr_mobilenetv2_demo.py",
+        "configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py",
+    ):
+        assert (REPO / cfg).is_file(), f"the help names {cfg}"
+
+
+def test_cli_error_is_one_line(tmp_path, capsys):
+    from wsod.cli import main
+
+    rc = main(
+        [
+            "weak",
+            "--import",
+            str(tmp_path / "none.json"),
+            "--split",
+            str(tmp_path / "none_split.json"),
+            "--out",
+            str(tmp_path / "o.json"),
+        ]
+    )
+    assert rc == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "none_split.json" in err
+    assert sys.executable  # the CLI ran in-process

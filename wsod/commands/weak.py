@@ -1,0 +1,163 @@
+"""``wsod weak``: train the weakly supervised detector (OICR / WSDDN) and detect with it, or
+import another detector's detections (see :mod:`wsod.stages.weak`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from wsod.commands import kwargs_of
+
+HELP = (
+    "Train the black-box weak detector (OICR/WSDDN over proposals, image labels only) and "
+    "write its detections, or import another detector's detections."
+)
+
+EXAMPLES = """examples:
+  # CPU: OICR on MobileNetV2, detections on train (default) and val; rerun to resume
+  wsod weak --config configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/voc07/weak \\
+      --train-split work_dirs/voc07/data/train.json \\
+      --train-proposals work_dirs/voc07/proposals/train.pkl \\
+      --infer work_dirs/voc07/data/train.json:work_dirs/voc07/proposals/train.pkl:work_dirs/voc07/weak/train_dets.json \\
+      --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl:work_dirs/voc07/weak/val_dets.json
+
+  # the demo dataset, a 50-step smoke run
+  wsod weak --config configs/oicr/oicr_mobilenetv2_demo.py --work-dir work_dirs/demo/weak \\
+      --train-split work_dirs/demo/data/train.json \\
+      --train-proposals work_dirs/demo/proposals/train.pkl --max-iters 50
+
+  # GPUs (GPUS=4): the paper's VGG16 OICR through mmengine's launcher
+  torchrun --nproc_per_node=4 -m wsod weak --launcher pytorch \\
+      --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\
+      --train-split work_dirs/voc07/data/train.json --train-proposals work_dirs/voc07/proposals/train.pkl
+
+  # use another detector as the black box: check and convert its output
+  wsod weak --import results/comp4_det_train_*.txt --import-format voc_txt \\
+      --split work_dirs/voc07/data/train.json --out work_dirs/voc07/weak/train_dets.json
+  wsod weak --import pcl/detections.pkl --allow-pickle \\
+      --split work_dirs/voc07/data/train.json --out work_dirs/voc07/weak/train_dets.json
+
+--infer takes SPLIT:PROPOSALS[:OUT] (OUT defaults to <work-dir>/<split stem>_dets.json).
+Import formats: coco (results json), voc_txt (folder/glob of comp4_det_<split>_<class>.txt,
+1-based 'image_id score x1 y1 x2 y2' lines), pkl (PCL/py-faster-rcnn all_boxes; needs
+--allow-pickle). Every image id / class that does not match the split is listed; the import
+fails unless --drop-unmatched.
+"""
+
+_NAMES = (
+    "train_split",
+    "train_proposals",
+    "infer",
+    "cfg_options",
+    "resume",
+    "seed",
+    "import_file",
+    "import_format",
+    "allow_pickle",
+    "max_iters",
+    "split",
+    "out",
+    "drop_unmatched",
+    "launcher",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    p = parser
+    p.add_argument("--config", help="weak detector config (configs/oicr/*.py, configs/wsddn/*.py)")
+    p.add_argument("--work-dir", help="checkpoints, logs, resolved config, default outputs")
+    p.add_argument("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on")
+    p.add_argument("--train-proposals", metavar="PKL", help="proposals of the training split")
+    p.add_argument(
+        "--infer",
+        action="append",
+        metavar="SPLIT:PROPOSALS[:OUT]",
+        help="detect on a split after training (repeatable) [the training split -> "
+        "<work-dir>/train_dets.json]",
+    )
+    p.add_argument(
+        "--cfg-options",
+        nargs="+",
+        metavar="KEY=VALUE",
+        help="override config keys, mmdet style (e.g. train_dataloader.batch_size=1)",
+    )
+    p.add_argument("--seed", type=int, help="random seed [0]")
+    p.add_argument("--max-iters", type=int, help="override the schedule's iterations")
+    p.add_argument(
+        "--no-resume",
+        dest="resume",
+        action="store_const",
+        const=False,
+        help="start over instead of resuming from the work dir's last checkpoint",
+    )
+    p.add_argument(
+        "--launcher",
+        choices=("none", "pytorch", "slurm", "mpi"),
+        help="mmengine launcher: 'pytorch' under torchrun for multi-GPU [none]",
+    )
+    g = p.add_argument_group("import another detector's detections (instead of training)")
+    g.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="COCO results json, VOC comp4_det txt folder/glob, or detections.pkl",
+    )
+    g.add_argument(
+        "--import-format",
+        choices=("coco", "voc_txt", "pkl"),
+        help="format of --import [guessed from the path]",
+    )
+    g.add_argument(
+        "--allow-pickle",
+        action="store_const",
+        const=True,
+        help="allow unpickling --import (pkl format; runs code in the file)",
+    )
+    g.add_argument(
+        "--drop-unmatched",
+        action="store_const",
+        const=True,
+        help="drop detections whose image or class is not in --split",
+    )
+    g.add_argument(
+        "--split", metavar="SPLIT_JSON", help="the split the imported detections are for"
+    )
+    g.add_argument("--out", metavar="JSON", help="imported detections [<work-dir>/train_dets.json]")
+
+
+def parse_infer(items) -> list[tuple[str, str, str | None]]:
+    """``["SPLIT:PROPS:OUT", "SPLIT:PROPS", [split, props, out]]`` -> triples."""
+    triples = []
+    for item in items or []:
+        parts = item.split(":") if isinstance(item, str) else [str(x) for x in item]
+        if len(parts) not in (2, 3) or not parts[0] or not parts[1]:
+            raise ValueError(f"--infer {item!r}: want SPLIT:PROPOSALS or SPLIT:PROPOSALS:OUT")
+        triples.append((parts[0], parts[1], parts[2] if len(parts) == 3 and parts[2] else None))
+    return triples
+
+
+def parse_cfg_options(opts) -> dict | None:
+    """``["a.b=1", "c=[1,2]"]`` (mmengine ``DictAction`` syntax) or a dict -> dict."""
+    if opts is None or isinstance(opts, dict):
+        return opts
+    from mmengine.config import DictAction
+
+    ns = argparse.Namespace()
+    DictAction(option_strings=[], dest="cfg_options")(None, ns, list(opts))
+    return ns.cfg_options
+
+
+def execute(args: argparse.Namespace) -> int:
+    from wsod.stages.weak import run
+
+    if not args.import_file and (not args.config or not args.work_dir):
+        raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
+    kwargs = kwargs_of(args, *_NAMES)
+    if "infer" in kwargs:
+        kwargs["infer"] = parse_infer(kwargs["infer"])
+    if "cfg_options" in kwargs:
+        kwargs["cfg_options"] = parse_cfg_options(kwargs["cfg_options"])
+    summary = run(args.config, args.work_dir, **kwargs)
+    print(json.dumps(summary, default=str))
+    return 0

@@ -1,0 +1,212 @@
+"""mmdet dataset and transforms for weak-label splits + precomputed proposals.
+
+``WSODWeakDataset`` reads a weak-label split json (``wsod.contracts.load_split``: images with
+image-level ``labels``, **no boxes**) and the proposals of its images (mmdet's proposal
+contract, ``proposal_file``; the ``.npz`` twin is preferred when present). Each data item::
+
+    {"img_path", "img_id", "height", "width", "file_name",
+     "image_labels": [0-based class indices], "instances": [], "proposals": {bboxes, scores}}
+
+Proposals are keyed by the split's ``file_name`` (relative to the data root, e.g.
+``JPEGImages/000005.jpg``); mmdet's parent-folder/basename key is the fallback.
+
+Pipeline transforms:
+
+* ``WSODLoadProposals``: like mmdet's ``LoadProposals`` (first ``num_max_proposals`` boxes, the
+  file is sorted by score) plus a minimum size filter and an optional random subset
+  (``num_sample``, for cheap training), returned as ``HorizontalBoxes`` so that mmdet's
+  ``ProposalBroadcaster(Resize, RandomFlip)`` transforms them with the image.
+* ``WSODPackWeakInputs``: mmdet's ``PackDetInputs`` plus ``image_labels`` in the metainfo and
+  the proposals as a float tensor (``data_sample.proposals.bboxes``, x1y1x2y2 in the resized
+  image).
+
+Invariant: nothing here opens a ground-truth box file; ``instances`` is always empty.
+"""
+
+from __future__ import annotations
+
+import os
+import os.path as osp
+from typing import Any
+
+import numpy as np
+from mmcv.transforms import BaseTransform
+from mmdet.datasets import BaseDetDataset
+from mmdet.datasets.transforms import PackDetInputs
+from mmdet.registry import DATASETS, TRANSFORMS
+from mmdet.structures.bbox import BaseBoxes, HorizontalBoxes
+
+from wsod.contracts import ContractError, load_split
+
+
+def read_proposal_file(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
+    """Proposals ``{file_name: {"bboxes": (N,4) x1y1x2y2, "scores": (N,)}}`` from .pkl/.npz."""
+    try:
+        from wsod.proposals.store import load_proposals
+    except ImportError:  # pragma: no cover - the proposals package is part of wsod
+        from mmengine.fileio import load
+
+        return load(str(path))
+    # the proposal .pkl is mmdet's own contract (a pickle the project wrote); the safe .npz
+    # twin is read instead whenever it exists
+    return load_proposals(path, allow_pickle=True)
+
+
+@DATASETS.register_module()
+class WSODWeakDataset(BaseDetDataset):
+    """Weak-label split (image-level labels) + precomputed proposals.
+
+    Args:
+        ann_file: the split json written by ``wsod data`` (``<split>.json``).
+        data_root: image root; ``None`` takes the split's ``info.data_root``.
+        proposal_file: proposals (.pkl mmdet contract, or its .npz twin).
+        filter_empty: drop images without any label (training only: they teach no class).
+        **kwargs: ``BaseDetDataset`` arguments (pipeline, test_mode, indices, ...).
+    """
+
+    METAINFO: dict = {"classes": ()}
+
+    def __init__(self, *args: Any, filter_empty: bool = False, **kwargs: Any) -> None:
+        self.filter_empty = filter_empty
+        super().__init__(*args, **kwargs)
+
+    def load_data_list(self) -> list[dict]:
+        split = load_split(self.ann_file)
+        cats = sorted(split["categories"], key=lambda c: c["id"])
+        index_of = {c["id"]: i for i, c in enumerate(cats)}
+        self._metainfo["classes"] = tuple(c["name"] for c in cats)
+        self._metainfo["category_ids"] = tuple(c["id"] for c in cats)
+        img_root = self.data_prefix.get("img") or self.data_root
+        if not img_root:
+            from wsod.stages.proposals import resolve_data_root
+
+            img_root = str(resolve_data_root(split, self.ann_file))
+        data_list = []
+        for im in split["images"]:
+            data_list.append(
+                {
+                    "img_path": osp.join(img_root, im["file_name"]),
+                    "file_name": im["file_name"],
+                    "img_id": im["id"],
+                    "height": int(im["height"]),
+                    "width": int(im["width"]),
+                    "image_labels": sorted({index_of[c] for c in im["labels"]}),
+                    "instances": [],
+                }
+            )
+        return data_list
+
+    def load_proposals(self) -> None:
+        """Attach ``proposals`` to each item, keyed by ``file_name`` (mmdet key as fallback)."""
+        path = self.proposal_file
+        if not osp.isabs(path) and self.data_root:
+            path = osp.join(self.data_root, path)
+        props = read_proposal_file(path)
+        missing = []
+        for info in self.data_list:
+            key = info["file_name"]
+            if key not in props:
+                img_path = info["img_path"]
+                key = osp.join(osp.basename(osp.dirname(img_path)), osp.basename(img_path))
+            if key not in props:
+                missing.append(info["file_name"])
+                continue
+            info["proposals"] = props[key]
+        if missing:
+            raise ContractError(
+                f"{path}: {len(missing)} images of {self.ann_file} have no proposals, e.g. "
+                f"{missing[:3]}; run `wsod proposals` on this split"
+            )
+
+    def filter_data(self) -> list[dict]:
+        if self.test_mode or not self.filter_empty:
+            return self.data_list
+        return [d for d in self.data_list if d["image_labels"]]
+
+    def get_cat_ids(self, idx: int) -> list[int]:
+        return list(self.get_data_info(idx)["image_labels"])
+
+
+@TRANSFORMS.register_module()
+class WSODLoadProposals(BaseTransform):
+    """Load an item's proposals as ``HorizontalBoxes`` (x1y1x2y2, original image pixels).
+
+    Args:
+        num_max_proposals: keep the first N (files are sorted by score); None keeps all.
+        min_size: drop boxes whose width or height is below this (pixels).
+        num_sample: if set, a random subset of this many (training: fewer RoIs per step).
+    """
+
+    def __init__(
+        self,
+        num_max_proposals: int | None = None,
+        min_size: float = 0.0,
+        num_sample: int | None = None,
+    ) -> None:
+        self.num_max_proposals = num_max_proposals
+        self.min_size = min_size
+        self.num_sample = num_sample
+
+    def transform(self, results: dict) -> dict:
+        props = results["proposals"]
+        bboxes = np.asarray(props["bboxes"], dtype=np.float32).reshape(-1, 4)
+        scores = props.get("scores")
+        scores = (
+            np.zeros(len(bboxes), np.float32)
+            if scores is None
+            else np.asarray(scores, np.float32).reshape(-1)
+        )
+        if self.min_size > 0:
+            wh = bboxes[:, 2:] - bboxes[:, :2]
+            keep = np.all(wh >= self.min_size, axis=1)
+            if keep.any():
+                bboxes, scores = bboxes[keep], scores[keep]
+        if self.num_max_proposals is not None:
+            bboxes = bboxes[: self.num_max_proposals]
+            scores = scores[: self.num_max_proposals]
+        if self.num_sample is not None and len(bboxes) > self.num_sample:
+            idx = np.sort(np.random.choice(len(bboxes), self.num_sample, replace=False))
+            bboxes, scores = bboxes[idx], scores[idx]
+        if len(bboxes) == 0:
+            # an image without proposals still gets one whole-image box so the MIL head works
+            h, w = results["ori_shape"] if "ori_shape" in results else results["img_shape"]
+            bboxes = np.array([[0, 0, w, h]], np.float32)
+            scores = np.zeros(1, np.float32)
+        results["proposals"] = HorizontalBoxes(bboxes)
+        results["proposals_scores"] = scores
+        return results
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__name__}(num_max_proposals={self.num_max_proposals}, "
+            f"min_size={self.min_size}, num_sample={self.num_sample})"
+        )
+
+
+@TRANSFORMS.register_module()
+class WSODPackWeakInputs(PackDetInputs):
+    """``PackDetInputs`` + ``image_labels`` (metainfo, 0-based class indices)."""
+
+    def __init__(
+        self,
+        meta_keys=(
+            "img_id",
+            "img_path",
+            "ori_shape",
+            "img_shape",
+            "scale_factor",
+            "flip",
+            "flip_direction",
+            "image_labels",
+        ),
+    ):
+        super().__init__(meta_keys=meta_keys)
+
+    def transform(self, results: dict) -> dict:
+        props = results.get("proposals")
+        if isinstance(props, BaseBoxes):
+            results["proposals"] = props.tensor.numpy().astype(np.float32)
+        results.setdefault("image_labels", [])
+        results.setdefault("flip", False)
+        results.setdefault("flip_direction", None)
+        return super().transform(results)

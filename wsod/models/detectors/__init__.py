@@ -1,0 +1,3 @@
+from .weak_detector import WSODWeakDetector
+
+__all__ = ["WSODWeakDetector"]

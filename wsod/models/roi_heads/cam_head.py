@@ -1,0 +1,175 @@
+"""``WSODCAMHead``: a multi-label image classifier whose class activation maps score proposals.
+
+The cheap CPU black box. Training: a 1x1 convolution (= a linear classifier applied at every
+position) on the last feature map, global average pooling, binary cross-entropy on the image
+labels (CAM, Zhou et al. 2016). No proposal is involved in training.
+
+Prediction: for every class, the CAM (ReLU of the class map, upsampled to the input and
+divided by its maximum) scores each proposal by how much of the activation it holds for how
+much of the image it covers::
+
+    mass_minus_area:  score = mass_in / mass_total - area_box / area_image
+    mean_in_out:      score = mean CAM inside - mean CAM outside
+
+clipped at 0 and multiplied by the class probability ``sigmoid(image logit)``; then per-class
+NMS. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a few ms.
+Boxes are x1y1x2y2 in input pixels inside the model.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmdet.registry import MODELS
+from mmengine.model import BaseModule
+from mmengine.structures import InstanceData
+from torch import Tensor
+
+from .wsddn_head import image_label_targets, nms_detections
+
+
+def box_sums(integral: Tensor, boxes: Tensor) -> Tensor:
+    """Sums of maps inside boxes from a summed-area table.
+
+    Args:
+        integral: (C, H + 1, W + 1) summed-area table (zero first row/column).
+        boxes: (R, 4) x1y1x2y2 in map pixels (rounded and clipped here).
+
+    Returns:
+        (R, C) sums.
+    """
+    h, w = integral.shape[1] - 1, integral.shape[2] - 1
+    b = boxes.round().long()
+    x1, x2 = b[:, 0].clamp(0, w), b[:, 2].clamp(0, w)
+    y1, y2 = b[:, 1].clamp(0, h), b[:, 3].clamp(0, h)
+    s = integral[:, y2, x2] - integral[:, y1, x2] - integral[:, y2, x1] + integral[:, y1, x1]
+    return s.t()
+
+
+def cam_box_scores(cam: Tensor, boxes: Tensor, mode: str = "mass_minus_area") -> Tensor:
+    """Score boxes on normalised CAMs.
+
+    Args:
+        cam: (C, H, W) non-negative maps, each divided by its maximum.
+        boxes: (R, 4) x1y1x2y2 in map pixels.
+        mode: ``mass_minus_area`` or ``mean_in_out`` (see the module docstring).
+
+    Returns:
+        (R, C) scores >= 0.
+    """
+    c, h, w = cam.shape
+    integral = F.pad(cam.cumsum(1).cumsum(2), (1, 0, 1, 0))
+    inside = box_sums(integral, boxes)  # (R, C)
+    total = integral[:, -1, -1].clamp(min=1e-6)  # (C,)
+    b = boxes.round().clamp(min=0)
+    bw = (b[:, 2].clamp(max=w) - b[:, 0].clamp(max=w)).clamp(min=0)
+    bh = (b[:, 3].clamp(max=h) - b[:, 1].clamp(max=h)).clamp(min=0)
+    area = (bw * bh)[:, None]
+    if mode == "mass_minus_area":
+        score = inside / total - area / float(h * w)
+    elif mode == "mean_in_out":
+        outside = total - inside
+        score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
+    else:
+        raise ValueError(f"unknown CAM box score mode {mode!r}")
+    return score.clamp(min=0)
+
+
+@MODELS.register_module()
+class WSODCAMHead(BaseModule):
+    """Multi-label classifier on one feature map; its CAMs score proposals at test time.
+
+    Args:
+        num_classes: C.
+        in_channels: channels of the feature map used (``feats[in_index]``).
+        featmap_stride: its stride (to map proposals onto it).
+        in_index: which backbone output to use.
+        dropout: dropout on the feature map before the classifier.
+        score_mode: ``mass_minus_area`` or ``mean_in_out``.
+        upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
+        test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        in_channels: int = 1280,
+        featmap_stride: int = 32,
+        in_index: int = -1,
+        dropout: float = 0.0,
+        score_mode: str = "mass_minus_area",
+        upsample: int = 4,
+        test_cfg: dict | None = None,
+        init_cfg: dict | None = None,
+    ) -> None:
+        super().__init__(init_cfg=init_cfg)
+        self.num_classes = num_classes
+        self.featmap_stride = featmap_stride
+        self.in_index = in_index
+        self.score_mode = score_mode
+        self.upsample = upsample
+        self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
+        self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
+        nn.init.normal_(self.fc_cls.weight, std=0.01)
+        nn.init.zeros_(self.fc_cls.bias)
+        self.test_cfg = dict(
+            score_thr=1e-3, nms=dict(type="nms", iou_threshold=0.3), max_per_img=100
+        )
+        self.test_cfg.update(test_cfg or {})
+
+    def forward(self, feats: tuple[Tensor]) -> Tensor:
+        """Feature maps -> (B, C, h, w) class activation maps (logits at each position)."""
+        return self.fc_cls(self.dropout(feats[self.in_index]))
+
+    def loss(
+        self,
+        feats: tuple[Tensor],
+        proposals: list[Tensor],
+        proposal_scores: list[Tensor],
+        image_labels: list,
+    ) -> dict[str, Tensor]:
+        """BCE on image labels of the globally average-pooled CAMs (proposals unused)."""
+        logits = self.forward(feats).mean(dim=(2, 3))
+        targets = image_label_targets(image_labels, self.num_classes, device=logits.device)
+        return {"loss_cls": F.binary_cross_entropy_with_logits(logits, targets)}
+
+    def proposal_class_scores(
+        self,
+        feats: tuple[Tensor],
+        proposals: list[Tensor],
+        proposal_scores: list[Tensor] | None = None,
+        batch_img_metas: list[dict] | None = None,
+    ) -> list[Tensor]:
+        """Per image (R_i, C) CAM box scores times class probabilities."""
+        cams = self.forward(feats)
+        probs = torch.sigmoid(cams.mean(dim=(2, 3)))  # (B, C)
+        scale = self.featmap_stride / self.upsample
+        size = (
+            cams.shape[2] * self.featmap_stride // self.upsample,
+            cams.shape[3] * self.featmap_stride // self.upsample,
+        )
+        maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
+        out = []
+        for i, boxes in enumerate(proposals):
+            cam = maps[i]
+            if batch_img_metas is not None:  # drop the padding
+                h, w = batch_img_metas[i]["img_shape"][:2]
+                cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
+            cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
+            out.append(cam_box_scores(cam, boxes / scale, self.score_mode) * probs[i])
+        return out
+
+    def predict(
+        self,
+        feats: tuple[Tensor],
+        proposals: list[Tensor],
+        proposal_scores: list[Tensor],
+        batch_img_metas: list[dict],
+        rescale: bool = True,
+    ) -> list[InstanceData]:
+        scores = self.proposal_class_scores(feats, proposals, proposal_scores, batch_img_metas)
+        return [
+            nms_detections(b, s, meta, rescale, self.test_cfg)
+            for b, s, meta in zip(proposals, scores, batch_img_metas, strict=True)
+        ]

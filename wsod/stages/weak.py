@@ -1,0 +1,380 @@
+"""Weak stage: train the black-box weakly supervised detector, or import another one's output.
+
+Inputs:
+    * ``config``: an mmdet config of a weak detector (``configs/oicr/*``, ``configs/wsddn/*``);
+    * ``train_split``: a weak-label split json (``wsod data``): images + image-level labels,
+      **no boxes**; ``train_proposals``: its proposals (``wsod proposals``, mmdet's proposal
+      contract .pkl, the .npz twin is preferred);
+    * ``infer``: ``(split_json, proposals_pkl, out_json)`` triples to detect on after training
+      (default: the training split itself -> ``<work_dir>/train_dets.json``).
+
+Outputs (in ``work_dir``): mmengine checkpoints and logs, ``weak_config.py`` (the resolved
+config), ``weak_model.json`` (checkpoint, iterations, classes), and per inference split a COCO
+results json (weak detections contract, category id = class index + 1) with its
+``.meta.json``, written atomically by the ``WSODDumpCocoResults`` test evaluator.
+
+Import mode (``import_file``): validate another detector's detections (COCO results json, VOC
+``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.weak.importers``) against
+``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``).
+
+Invariants: training reads only the split (image labels) and proposals, never a ground-truth
+box file; ``resume=True`` continues from the work dir's last checkpoint (rerunning a finished
+run only re-infers); multi-GPU training uses mmengine's launcher (``launcher='pytorch'`` under
+``torchrun``), the CPU path is what the tests run.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from wsod import contracts
+from wsod.utils.io import write_json_artifact, write_text
+
+
+class WeakStageError(ValueError):
+    """Bad input to the weak stage; the message names the file and the fix."""
+
+
+InferTriple = tuple[str | os.PathLike, str | os.PathLike, str | os.PathLike | None]
+
+
+def load_weak_config(config: str | os.PathLike, cfg_options: Mapping | None = None):
+    """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume)."""
+    from mmengine.config import Config
+
+    import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
+    import wsod.models  # noqa: F401  (registers WSOD modules, enables safe resume)
+
+    if not Path(config).is_file():
+        raise WeakStageError(f"{config}: no such config; see configs/oicr/ and configs/wsddn/")
+    cfg = Config.fromfile(str(config))
+    if cfg_options:
+        cfg.merge_from_dict(dict(cfg_options))
+    return cfg
+
+
+def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
+    from wsod.stages.proposals import resolve_data_root
+
+    root = resolve_data_root(split, split_path).resolve()
+    if not root.is_dir():
+        raise WeakStageError(
+            f"{split_path}: image folder {root} (info.data_root) not found; "
+            "regenerate the split with `wsod data`"
+        )
+    return root
+
+
+def _set_dataset(
+    ds_cfg: Any, split_path: str | os.PathLike, split: Mapping, proposals: str | os.PathLike
+) -> None:
+    """Point a dataloader's dataset config at a split + its proposals (absolute paths)."""
+    while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
+        ds_cfg = ds_cfg.dataset
+    if not Path(proposals).is_file() and not Path(proposals).with_suffix(".npz").is_file():
+        raise WeakStageError(
+            f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
+        )
+    ds_cfg.ann_file = str(Path(split_path).resolve())
+    ds_cfg.data_root = str(_data_root(split, split_path))
+    ds_cfg.proposal_file = str(Path(proposals).resolve())
+    ds_cfg.data_prefix = {"img": ""}
+
+
+def _set_num_classes(cfg: Any, num_classes: int) -> None:
+    head = cfg.model.get("roi_head") or cfg.model.get("head")
+    if head is not None and "num_classes" in head:
+        head.num_classes = num_classes
+
+
+def _set_max_iters(cfg: Any, max_iters: int) -> None:
+    loop = cfg.get("train_cfg") or {}
+    if loop.get("type") not in ("IterBasedTrainLoop", "mmengine.IterBasedTrainLoop"):
+        raise WeakStageError(
+            f"max_iters needs an iteration-based config (train_cfg.type="
+            f"'IterBasedTrainLoop'), got {loop.get('type')!r}"
+        )
+    cfg.train_cfg.max_iters = int(max_iters)
+
+
+def _strip(cfg: Any, keys: Sequence[str]) -> Any:
+    out = copy.deepcopy(cfg)
+    for key in keys:
+        out[key] = None
+    return out
+
+
+_TRAIN_KEYS = ("train_dataloader", "train_cfg", "optim_wrapper", "param_scheduler")
+_EVAL_KEYS = ("val_dataloader", "val_cfg", "val_evaluator")
+_TEST_KEYS = ("test_dataloader", "test_cfg", "test_evaluator")
+
+
+def run(
+    config: str | os.PathLike | None,
+    work_dir: str | os.PathLike | None,
+    *,
+    train_split: str | os.PathLike | None = None,
+    train_proposals: str | os.PathLike | None = None,
+    infer: Sequence[InferTriple] | None = None,
+    cfg_options: Mapping | None = None,
+    resume: bool = True,
+    seed: int = 0,
+    import_file: str | os.PathLike | None = None,
+    import_format: str | None = None,
+    allow_pickle: bool = False,
+    max_iters: int | None = None,
+    split: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    drop_unmatched: bool = False,
+    launcher: str = "none",
+) -> dict:
+    """Train a weak detector and detect with it, or import foreign detections.
+
+    Args:
+        config: weak detector config (e.g. ``configs/oicr/oicr_mobilenetv2_4k_voc07-train_
+            voc07-val.py``); unused in import mode.
+        work_dir: checkpoints, logs, resolved config, default outputs.
+        train_split: weak-label split json to train on (None: no training, infer with the work
+            dir's last checkpoint or the config's ``load_from``).
+        train_proposals: proposals of ``train_split``.
+        infer: ``(split_json, proposals, out_json)`` triples; ``out_json`` None ->
+            ``<work_dir>/<split stem>_dets.json``. Default with ``train_split``:
+            ``[(train_split, train_proposals, <work_dir>/train_dets.json)]``.
+        cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
+        resume: continue from the work dir's last checkpoint when there is one.
+        seed: mmengine ``randomness.seed``.
+        import_file: foreign detections to import instead of training (see
+            :mod:`wsod.weak.importers`); needs ``split``.
+        import_format: ``coco``, ``voc_txt`` or ``pkl`` (guessed from the path if None).
+        allow_pickle: allow unpickling ``import_file`` (``pkl`` format only).
+        max_iters: override the schedule's iterations (smoke runs, tests).
+        split: the split the imported detections are for (import mode).
+        out: imported detections output (default ``<work_dir>/train_dets.json``).
+        drop_unmatched: import mode: drop detections whose image/class is not in the split.
+        launcher: mmengine launcher (``none``; ``pytorch`` under torchrun for multi-GPU).
+
+    Returns:
+        ``{"work_dir", "checkpoint", "config", "iterations", "resumed_from", "outputs": {out:
+        {"split", "detections", "images_with_detections"}}}``; import mode: ``{"outputs",
+        "report"}``.
+
+    Raises:
+        WeakStageError: bad inputs (the message names the file and the fix).
+    """
+    started = time.time()
+    if import_file is not None:
+        return _import(
+            import_file,
+            split,
+            out,
+            work_dir,
+            import_format,
+            allow_pickle,
+            drop_unmatched,
+            started,
+            seed,
+        )
+    if config is None or work_dir is None:
+        raise WeakStageError("config and work_dir are required (--config, --work-dir)")
+    work_dir = Path(work_dir).resolve()
+    if (train_split is None) != (train_proposals is None):
+        raise WeakStageError(
+            "give train_split and train_proposals together (--train-split, --train-proposals)"
+        )
+
+    triples = _infer_triples(infer, train_split, train_proposals, work_dir)
+    train = contracts.load_split(train_split) if train_split is not None else None
+    classes = contracts.category_names(train) if train is not None else None
+    infer_splits = []
+    for split_path, _, _ in triples:
+        s = contracts.load_split(split_path)
+        if classes is not None and contracts.category_names(s) != classes:
+            raise WeakStageError(
+                f"{split_path}: classes {contracts.category_names(s)} differ "
+                f"from the training split's {classes}"
+            )
+        infer_splits.append(s)
+    if classes is None and infer_splits:
+        classes = contracts.category_names(infer_splits[0])
+
+    cfg = load_weak_config(config, cfg_options)
+    if classes is not None:
+        _set_num_classes(cfg, len(classes))
+    cfg.work_dir = str(work_dir)
+    cfg.randomness = {"seed": int(seed), "deterministic": False}
+    cfg.launcher = launcher
+    meta = {"stage": "weak", "seed": seed, "started": started}
+
+    from mmengine.runner import Runner
+    from mmengine.runner.checkpoint import find_latest_checkpoint
+
+    resumed_from = None
+    iterations = None
+    if train is not None:
+        _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals)
+        if max_iters is not None:
+            _set_max_iters(cfg, max_iters)
+        resumed_from = find_latest_checkpoint(str(work_dir)) if resume else None
+        cfg.resume = bool(resumed_from)
+        cfg.load_from = resumed_from or cfg.get("load_from")
+        train_cfg = _strip(cfg, _EVAL_KEYS + _TEST_KEYS)
+        train_cfg.experiment_name = f"weak_train_{time.strftime('%Y%m%d_%H%M%S')}"
+        config_out = work_dir / "weak_config.py"
+        work_dir.mkdir(parents=True, exist_ok=True)
+        write_text(config_out, train_cfg.pretty_text)
+        runner = Runner.from_cfg(train_cfg)
+        runner.train()
+        iterations = int(runner.iter)
+        del runner
+        ckpt = find_latest_checkpoint(str(work_dir))
+        if ckpt is None:
+            raise WeakStageError(
+                f"{work_dir}: training ended without a checkpoint; check the "
+                "config's default_hooks.checkpoint"
+            )
+        write_json_artifact(
+            work_dir / "weak_model.json",
+            {
+                "checkpoint": ckpt,
+                "config": str(config_out),
+                "iterations": iterations,
+                "classes": classes,
+                "resumed_from": resumed_from,
+            },
+            indent=2,
+            config=train_cfg.to_dict(),
+            inputs=[train_split, train_proposals],
+            **meta,
+        )
+    else:
+        ckpt = cfg.get("load_from") or find_latest_checkpoint(str(work_dir))
+        if not ckpt:
+            raise WeakStageError(
+                f"{work_dir}: no checkpoint to detect with; train first "
+                "(--train-split/--train-proposals) or set load_from"
+            )
+        config_out = work_dir / "weak_config.py"
+        if not config_out.is_file():  # inference only: record the config it ran with
+            write_text(config_out, _strip(cfg, _TRAIN_KEYS + _EVAL_KEYS).pretty_text)
+
+    outputs = {}
+    for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
+        outputs[str(out_path)] = _infer(cfg, ckpt, split_path, s, props, out_path, meta, config)
+    return {
+        "work_dir": str(work_dir),
+        "checkpoint": ckpt,
+        "config": str(config_out),
+        "iterations": iterations,
+        "resumed_from": resumed_from,
+        "outputs": outputs,
+    }
+
+
+def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[tuple]:
+    if infer is None:
+        infer = (
+            []
+            if train_split is None
+            else [(train_split, train_proposals, work_dir / "train_dets.json")]
+        )
+    triples = []
+    for item in infer:
+        parts = list(item)
+        if len(parts) == 2:
+            parts.append(None)
+        if len(parts) != 3 or not parts[0] or not parts[1]:
+            raise WeakStageError(f"infer entry {item!r}: want (split_json, proposals, out_json)")
+        split_path, props, out_path = parts
+        out_path = Path(out_path) if out_path else work_dir / f"{Path(split_path).stem}_dets.json"
+        triples.append((Path(split_path), Path(props), out_path.resolve()))
+    return triples
+
+
+def _infer(
+    cfg: Any,
+    ckpt: str,
+    split_path: Path,
+    split: Mapping,
+    proposals: Path,
+    out: Path,
+    meta: Mapping,
+    config: Any,
+) -> dict:
+    """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
+    from mmengine.runner import Runner
+
+    test_cfg = _strip(cfg, _TRAIN_KEYS + _EVAL_KEYS)
+    _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals)
+    test_cfg.test_dataloader.dataset.test_mode = True
+    evaluator = dict(test_cfg.get("test_evaluator") or {})
+    if evaluator.get("type") != "WSODDumpCocoResults":
+        evaluator = {"type": "WSODDumpCocoResults", "max_per_image": 100}
+    evaluator["out_file"] = str(out)
+    evaluator["meta"] = {
+        "stage": "weak",
+        "seed": meta["seed"],
+        "config": {"config": str(config), "checkpoint": ckpt},
+        "inputs": [str(split_path), str(proposals), ckpt],
+        "extra": {"split": str(split_path), "classes": contracts.category_names(split)},
+    }
+    test_cfg.test_evaluator = evaluator
+    test_cfg.load_from = ckpt
+    test_cfg.resume = False
+    test_cfg.experiment_name = f"weak_infer_{split_path.stem}_{time.strftime('%Y%m%d_%H%M%S')}"
+    runner = Runner.from_cfg(test_cfg)
+    runner.test()
+    dets = contracts.load_detections(out, split)
+    return {
+        "split": str(split_path),
+        "detections": len(dets),
+        "images_with_detections": len({d["image_id"] for d in dets}),
+    }
+
+
+def _import(
+    import_file,
+    split,
+    out,
+    work_dir,
+    import_format,
+    allow_pickle,
+    drop_unmatched,
+    started: float,
+    seed: int,
+) -> dict:
+    from wsod.weak.importers import import_detections
+
+    if split is None:
+        raise WeakStageError("importing detections needs the split they are for (--split)")
+    if out is None:
+        if work_dir is None:
+            raise WeakStageError("give --out (or --work-dir for <work-dir>/train_dets.json)")
+        out = Path(work_dir) / "train_dets.json"
+    s = contracts.load_split(split)
+    dets, report = import_detections(
+        import_file,
+        s,
+        format=import_format,
+        allow_pickle=allow_pickle,
+        drop_unmatched=drop_unmatched,
+    )
+    write_json_artifact(
+        out,
+        dets,
+        stage="weak",
+        seed=seed,
+        started=started,
+        config={
+            "import_file": str(import_file),
+            "format": report["format"],
+            "drop_unmatched": drop_unmatched,
+        },
+        inputs=[p for p in (import_file, split) if Path(p).is_file()],
+        extra={"import_report": report},
+    )
+    return {"outputs": {str(out): {"split": str(split), "detections": len(dets)}}, "report": report}
