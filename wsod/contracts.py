@@ -19,7 +19,6 @@ which is also the key mmdet's ``load_proposals`` derives from an image path).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any

@@ -14,7 +14,6 @@ wrapper keeps torchvision's module names (``features.N``) and exposes five stage
 
 from __future__ import annotations
 
-import torch.nn as nn
 from mmdet.registry import MODELS
 from mmengine.model import BaseModule
 from torch.nn.modules.batchnorm import _BatchNorm
