@@ -4,7 +4,7 @@ _base_ = [
     '../_base_/models/cam_mobilenetv2.py',
     '../_base_/datasets/voc07_weak.py',
     '../_base_/schedules/weak_sgd_4k.py',
-    '../_base_/default_runtime.py',
+    '../_base_/weak_runtime.py',
 ]
 # training ignores proposals: load a single one per image (the pipeline still carries them)
 train_pipeline = [
@@ -22,7 +22,3 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=100),
     dict(type='MultiStepLR', by_epoch=False, begin=0, end=2000, milestones=[1500], gamma=0.1),
 ]
-default_hooks = dict(
-    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=2),
-    logger=dict(interval=20))
-log_processor = dict(by_epoch=False)

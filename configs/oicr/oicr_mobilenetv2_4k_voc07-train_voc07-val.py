@@ -4,10 +4,5 @@ _base_ = [
     '../_base_/models/oicr_mobilenetv2.py',
     '../_base_/datasets/voc07_weak.py',
     '../_base_/schedules/weak_sgd_4k.py',
-    '../_base_/default_runtime.py',
+    '../_base_/weak_runtime.py',
 ]
-# iteration-based loop: checkpoint every 500 steps (resume point), log every 20
-default_hooks = dict(
-    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=2),
-    logger=dict(interval=20))
-log_processor = dict(by_epoch=False)

@@ -4,10 +4,7 @@ _base_ = [
     '../_base_/models/oicr_mobilenetv2.py',
     '../_base_/datasets/demo_weak.py',
     '../_base_/schedules/weak_sgd_demo.py',
-    '../_base_/default_runtime.py',
+    '../_base_/weak_runtime.py',
 ]
 model = dict(roi_head=dict(num_classes=5))
-default_hooks = dict(
-    checkpoint=dict(by_epoch=False, interval=200, max_keep_ckpts=2),
-    logger=dict(interval=20))
-log_processor = dict(by_epoch=False)
+default_hooks = dict(checkpoint=dict(interval=200))

@@ -35,6 +35,10 @@ def test_cam_box_scores_hand_made():
     assert torch.allclose(s, torch.tensor([0.84, 0.0, 0.21, 0.0]), atol=1e-5)
     m = cam_box_scores(cam, boxes, mode="mean_in_out")[:, 0]
     assert m[0] == 1.0 and m.argmax() in (0, 2) and m[3] == 0
+    # thresholded at 0.5: (inside - 0.5 x area) / (16 x 0.5)
+    t = cam_box_scores(cam, boxes, mode="thresholded", thr=0.5)[:, 0]
+    expected = torch.tensor([(16 - 8) / 8, 0.0, (4 - 2) / 8, 0.0])  # whole image: 16 - 50 < 0
+    assert torch.allclose(t, expected, atol=1e-5)
 
 
 def test_classifier_learns_and_predicts():
@@ -67,3 +71,28 @@ def test_classifier_learns_and_predicts():
         assert len(r) == int((sc > 0).sum())  # every positive (box, class) survives NMS here
         assert r.bboxes.shape == (len(r), 4)
         assert len(r) == 0 or r.bboxes[:, 2].max() <= 32  # rescaled to the 32x24 original
+
+
+def test_thresholded_prefers_the_box_of_the_region_above_threshold():
+    cam = torch.zeros(1, 20, 20)
+    cam[0, 5:15, 5:15] = 0.3  # a weak body ...
+    cam[0, 8:10, 8:10] = 1.0  # ... around a peak (the discriminative part)
+    boxes = torch.tensor([[8.0, 8.0, 10.0, 10.0], [5.0, 5.0, 15.0, 15.0], [0.0, 0.0, 20.0, 20.0]])
+    s = cam_box_scores(cam, boxes, mode="thresholded", thr=0.2)[:, 0]
+    assert s.argmax() == 1  # the whole object, not its peak nor the image
+    assert torch.allclose(s[1], torch.tensor(1.0))
+
+
+def test_dilated_mobilenet_last_stage_keeps_stride_16():
+    from wsod.models.backbones.tv_mobilenet_v2 import WSODMobileNetV2
+
+    x = torch.randn(1, 3, 64, 96)
+    plain = WSODMobileNetV2(out_indices=(3, 4)).eval()
+    dilated = WSODMobileNetV2(out_indices=(3, 4), dilate_last=True).eval()
+    dilated.load_state_dict(plain.state_dict())  # same weights, same names
+    with torch.no_grad():
+        p3, p4 = plain(x)
+        d3, d4 = dilated(x)
+    assert p4.shape[-2:] == (2, 3) and d4.shape[-2:] == (4, 6) == d3.shape[-2:]
+    assert torch.equal(p3, d3)
+    assert d4.shape[1] == p4.shape[1] == 1280

@@ -10,6 +10,11 @@ much of the image it covers::
 
     mass_minus_area:  score = mass_in / mass_total - area_box / area_image
     mean_in_out:      score = mean CAM inside - mean CAM outside
+    thresholded:      score = sum over the box of (CAM - t) / sum over the image of max(CAM - t, 0)
+
+``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
+the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
+box leaves out and what it adds below ``t``.
 
 clipped at 0 and multiplied by the class probability ``sigmoid(image logit)``; then per-class
 NMS. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a few ms.
@@ -47,18 +52,27 @@ def box_sums(integral: Tensor, boxes: Tensor) -> Tensor:
     return s.t()
 
 
-def cam_box_scores(cam: Tensor, boxes: Tensor, mode: str = "mass_minus_area") -> Tensor:
+def cam_box_scores(
+    cam: Tensor, boxes: Tensor, mode: str = "mass_minus_area", thr: float = 0.2
+) -> Tensor:
     """Score boxes on normalised CAMs.
 
     Args:
         cam: (C, H, W) non-negative maps, each divided by its maximum.
         boxes: (R, 4) x1y1x2y2 in map pixels.
-        mode: ``mass_minus_area`` or ``mean_in_out`` (see the module docstring).
+        mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded`` (see the module
+            docstring).
+        thr: the threshold ``t`` of ``thresholded`` (a fraction of each map's maximum).
 
     Returns:
         (R, C) scores >= 0.
     """
     c, h, w = cam.shape
+    if mode == "thresholded":
+        shifted = cam - thr
+        integral = F.pad(shifted.cumsum(1).cumsum(2), (1, 0, 1, 0))
+        positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
+        return (box_sums(integral, boxes) / positive).clamp(min=0)
     integral = F.pad(cam.cumsum(1).cumsum(2), (1, 0, 1, 0))
     inside = box_sums(integral, boxes)  # (R, C)
     total = integral[:, -1, -1].clamp(min=1e-6)  # (C,)
@@ -86,7 +100,8 @@ class WSODCAMHead(BaseModule):
         featmap_stride: its stride (to map proposals onto it).
         in_index: which backbone output to use.
         dropout: dropout on the feature map before the classifier.
-        score_mode: ``mass_minus_area`` or ``mean_in_out``.
+        score_mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded``.
+        cam_thr: threshold of ``thresholded`` (fraction of each CAM's maximum).
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
@@ -99,6 +114,7 @@ class WSODCAMHead(BaseModule):
         in_index: int = -1,
         dropout: float = 0.0,
         score_mode: str = "mass_minus_area",
+        cam_thr: float = 0.2,
         upsample: int = 4,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
@@ -108,6 +124,7 @@ class WSODCAMHead(BaseModule):
         self.featmap_stride = featmap_stride
         self.in_index = in_index
         self.score_mode = score_mode
+        self.cam_thr = cam_thr
         self.upsample = upsample
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -157,7 +174,7 @@ class WSODCAMHead(BaseModule):
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
-            out.append(cam_box_scores(cam, boxes / scale, self.score_mode) * probs[i])
+            out.append(cam_box_scores(cam, boxes / scale, self.score_mode, self.cam_thr) * probs[i])
         return out
 
     def predict(
