@@ -19,13 +19,17 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
-# Three pipeline values, read in one call with the venv's python (empty before `make setup`).
+# Four pipeline values, read in one call with the venv's python (empty before `make setup`).
 PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
-    weak.config=- strong.config=- fsd=0 2>/dev/null))
+    weak.config=- strong.config=- fsd=0 rounds=0 2>/dev/null))
 WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
 STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
 FSD ?= $(word 3,$(PIPE_VALUES))
+# Self-training rounds after the first strong detector: round r re-labels train with the
+# detector of round r-1, de-noises its boxes again and trains the next detector.
+ROUNDS ?= $(or $(word 4,$(PIPE_VALUES)),0)
+ROUND_IDS := $(wordlist 1,$(ROUNDS),1 2 3 4 5 6 7 8 9)
 PYTEST_ARGS ?=
 
 DATA := $(RUN)/data
@@ -38,7 +42,7 @@ EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup test lint format bench demo all data proposals weak denoise strong fsd \
-        evaluate report ablate voc07 clean
+        evaluate report ablate voc07 clean rounds
 
 help:  ## list the targets
 	@echo "wsod — weakly supervised object detection. Usage: make <target> [PIPELINE=...] [RUN=...]"
@@ -130,14 +134,34 @@ $(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(STRONG_CONFIG)
 	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
 	    --infer $(DATA)/val.json:$@
 
+# Round r (1..ROUNDS) lives in $(RUN)/round<r>/: train_dets.json (the previous strong detector on
+# train), pseudo_train.json (de-noised again) and strong/ (the next detector).
+round_dir = $(RUN)/round$(1)
+strong_dir = $(if $(filter 0,$(1)),$(STRONG),$(RUN)/round$(1)/strong)
+pseudo_of = $(if $(filter 0,$(1)),$(DENOISE)/pseudo_train.json,$(RUN)/round$(1)/pseudo_train.json)
+define ROUND_RULES
+$(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json
+	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
+	    --work-dir $(call strong_dir,$(2)) --infer $$(DATA)/train.json:$$@
+$(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(PIPELINE)
+	$$(WSOD) denoise --pipeline $$(PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
+$(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(PIPELINE)
+	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
+	    --infer $$(DATA)/val.json:$$@
+endef
+$(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
+rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)
 EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
+             $(foreach r,$(ROUND_IDS),strong_round$(r)=$(call strong_dir,$(r))/val_dets.json) \
              $(if $(filter 1 True true,$(FSD)),fsd=$(FSDDIR)/val_dets.json)
 evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
 $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets.json \
 		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
+		$(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json) \
 		$(if $(filter 1 True true,$(FSD)),$(FSDDIR)/val_dets.json)
 	$(WSOD) evaluate --gt $(DATA)/val_gt.json --detections $(EVAL_DETS) --out $@ \
 	    --train-gt $(DATA)/train_gt.json --train-detections weak=$(WEAK)/train_dets.json \
+	    $(foreach r,$(ROUND_IDS),relabel_round$(r)=$(call round_dir,$(r))/train_dets.json) \
 	    --pseudo-labels $(DENOISE)/pseudo_train.json
 
 report: $(REPORT)/report.md  ## report.md + report.html with tables, PR curves, gallery

@@ -2,6 +2,7 @@
 # on a CPU in minutes. `make demo` runs it; every value below is an option of `wsod <stage>`.
 run_name = 'demo'
 fsd = 0  # 1: also train the fully supervised reference (make FSD=1)
+rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=N)
 
 data = dict(source='data/demo', format='demo', splits=['train', 'val'], seed=0)
 proposals = dict(method='selective_search', mode='fast', max_boxes=500, workers=2)

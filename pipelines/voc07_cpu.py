@@ -3,6 +3,7 @@
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 run_name = 'voc07_cpu'
 fsd = 1  # also train the fully supervised reference (same strong config on the real boxes)
+rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=N)
 
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes

@@ -35,3 +35,27 @@ def test_make_help_lists_public_targets():
                          check=True).stdout
     for t in ("setup", "test", "demo", "all", "bench", "lint", "clean", *ORDER):
         assert re.search(rf"\b{t}\b", out), t
+
+
+def test_self_training_rounds_chain_detector_relabel_denoise_retrain(tmp_path):
+    run = f"{tmp_path}/run"
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, "ROUNDS=2"))  # join continued lines
+    lines = [ln for ln in out.splitlines() if "-m wsod" in ln]
+    joined = "\n".join(lines)
+
+    def index(pattern):
+        hits = [i for i, ln in enumerate(lines) if re.search(pattern, ln)]
+        assert hits, f"no command matches {pattern!r} in\n{joined}"
+        return hits[0]
+
+    first_strong = index(rf"wsod strong .*--work-dir {run}/strong\b.*val_dets")
+    relabel1 = index(rf"--work-dir {run}/strong --infer {run}/data/train.json:{run}/round1/")
+    denoise1 = index(rf"wsod denoise .*--detections {run}/round1/train_dets.json")
+    strong1 = index(rf"--pseudo-labels {run}/round1/pseudo_train.json --work-dir {run}/round1/")
+    relabel2 = index(rf"--work-dir {run}/round1/strong --infer {run}/data/train.json:{run}/round2/")
+    strong2 = index(rf"--pseudo-labels {run}/round2/pseudo_train.json")
+    evaluate = index(r"wsod evaluate")
+    assert first_strong < relabel1 < denoise1 < strong1 < relabel2 < strong2 < evaluate
+    assert f"strong_round2={run}/round2/strong/val_dets.json" in lines[evaluate]
+    # no rounds by default: the demo pipeline trains one strong detector
+    assert "round1" not in _dry_run(tmp_path)
