@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from wsod.commands import kwargs_of
+from wsod.commands import (
+    add_config_options,
+    add_resume_option,
+    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
+    training_kwargs,
+)
 
 HELP = "Train an mmdetection detector (Faster R-CNN by default) on pseudo labels, then detect."
 
@@ -49,22 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="detect on a split json after training; OUT defaults to "
         "<work-dir>/[fsd_]<split>_dets.json (repeatable)",
     )
-    p.add_argument(
-        "--cfg-options",
-        nargs="+",
-        metavar="KEY=VALUE",
-        help="override config keys, mmdet style (e.g. train_cfg.max_iters=100)",
-    )
-    p.add_argument("--seed", type=int, help="random seed [0]")
-    p.add_argument("--max-iters", type=int, help="override the schedule's iterations")
+    add_config_options(p, "train_cfg.max_iters=100")
     p.add_argument("--data-root", help="image folder [the training file's info.data_root]")
-    p.add_argument(
-        "--no-resume",
-        dest="resume",
-        action="store_const",
-        const=False,
-        help="start over instead of resuming from the work dir's last checkpoint",
-    )
+    add_resume_option(p)
 
 
 def parse_infer(items) -> list[tuple[str, str | None]]:
@@ -82,17 +74,6 @@ def parse_infer(items) -> list[tuple[str, str | None]]:
     return pairs
 
 
-def parse_cfg_options(opts) -> dict | None:
-    """``["a.b=1", "c=[1,2]"]`` (mmengine ``DictAction`` syntax) or a dict -> dict."""
-    if opts is None or isinstance(opts, dict):
-        return opts
-    from mmengine.config import DictAction
-
-    ns = argparse.Namespace()
-    DictAction(option_strings=[], dest="cfg_options")(None, ns, list(opts))
-    return ns.cfg_options
-
-
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.strong import run
 
@@ -100,11 +81,7 @@ def execute(args: argparse.Namespace) -> int:
         raise ValueError("--config and --work-dir are required (or give them in --pipeline)")
     if not args.pseudo_labels and not args.fully_supervised_gt:
         raise ValueError("give --pseudo-labels (or --fully-supervised-gt for the reference)")
-    kwargs = kwargs_of(args, *_NAMES)
-    if "infer" in kwargs:
-        kwargs["infer"] = parse_infer(kwargs["infer"])
-    if "cfg_options" in kwargs:
-        kwargs["cfg_options"] = parse_cfg_options(kwargs["cfg_options"])
+    kwargs = training_kwargs(args, _NAMES, parse_infer)
     summary = run(args.config, args.pseudo_labels, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

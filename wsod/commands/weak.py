@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from wsod.commands import kwargs_of
+from wsod.commands import (
+    add_config_options,
+    add_resume_option,
+    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
+    training_kwargs,
+)
 
 HELP = (
     "Train the black-box weak detector (OICR/WSDDN over proposals, image labels only) and "
@@ -76,21 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="detect on a split after training (repeatable) [the training split -> "
         "<work-dir>/train_dets.json]",
     )
-    p.add_argument(
-        "--cfg-options",
-        nargs="+",
-        metavar="KEY=VALUE",
-        help="override config keys, mmdet style (e.g. train_dataloader.batch_size=1)",
-    )
-    p.add_argument("--seed", type=int, help="random seed [0]")
-    p.add_argument("--max-iters", type=int, help="override the schedule's iterations")
-    p.add_argument(
-        "--no-resume",
-        dest="resume",
-        action="store_const",
-        const=False,
-        help="start over instead of resuming from the work dir's last checkpoint",
-    )
+    add_config_options(p, "train_dataloader.batch_size=1")
+    add_resume_option(p)
     p.add_argument(
         "--launcher",
         choices=("none", "pytorch", "slurm", "mpi"),
@@ -137,27 +129,12 @@ def parse_infer(items) -> list[tuple[str, str, str | None]]:
     return triples
 
 
-def parse_cfg_options(opts) -> dict | None:
-    """``["a.b=1", "c=[1,2]"]`` (mmengine ``DictAction`` syntax) or a dict -> dict."""
-    if opts is None or isinstance(opts, dict):
-        return opts
-    from mmengine.config import DictAction
-
-    ns = argparse.Namespace()
-    DictAction(option_strings=[], dest="cfg_options")(None, ns, list(opts))
-    return ns.cfg_options
-
-
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.weak import run
 
     if not args.import_file and (not args.config or not args.work_dir):
         raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
-    kwargs = kwargs_of(args, *_NAMES)
-    if "infer" in kwargs:
-        kwargs["infer"] = parse_infer(kwargs["infer"])
-    if "cfg_options" in kwargs:
-        kwargs["cfg_options"] = parse_cfg_options(kwargs["cfg_options"])
+    kwargs = training_kwargs(args, _NAMES, parse_infer)
     summary = run(args.config, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

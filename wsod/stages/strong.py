@@ -38,7 +38,6 @@ end). The training side reads no ground-truth file unless ``fully_supervised_gt`
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from wsod import contracts
+from wsod.utils import runner as rn
 from wsod.utils.io import read_json, write_json_artifact, write_text
 
 __all__ = ["StrongStageError", "build_train_annotations", "load_strong_config", "run"]
@@ -143,16 +143,9 @@ def _train_data_root(
 # --------------------------------------------------------------------------- config
 def load_strong_config(config: str | os.PathLike, cfg_options: Mapping | None = None):
     """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume)."""
-    from mmengine.config import Config
-
-    import wsod.models  # noqa: F401  (registers WSOD modules, enables safe resume)
-
-    if not Path(config).is_file():
-        raise StrongStageError(f"{config}: no such config; see configs/faster_rcnn/")
-    cfg = Config.fromfile(str(config))
-    if cfg_options:
-        cfg.merge_from_dict(dict(cfg_options))
-    return cfg
+    return rn.load_config(
+        config, cfg_options, error=StrongStageError, hint="see configs/faster_rcnn/"
+    )
 
 
 def _inner_dataset(ds_cfg: Any, where: str) -> Any:
@@ -188,14 +181,12 @@ def _ensure_finite_loss_hook(cfg) -> None:
 
 
 def _set_max_iters(cfg, max_iters: int) -> None:
-    loop = cfg.get("train_cfg") or {}
-    if loop.get("type") not in ("IterBasedTrainLoop", "mmengine.IterBasedTrainLoop"):
-        raise StrongStageError(
-            f"max_iters needs an iteration-based config (train_cfg.type="
-            f"'IterBasedTrainLoop'), got {loop.get('type')!r}; use "
-            "--cfg-options train_cfg.max_epochs=N instead"
-        )
-    cfg.train_cfg.max_iters = int(max_iters)
+    rn.set_max_iters(
+        cfg,
+        max_iters,
+        error=StrongStageError,
+        hint="use --cfg-options train_cfg.max_epochs=N instead",
+    )
     cfg.train_cfg.val_interval = int(max_iters)
 
 
@@ -284,22 +275,17 @@ def run(
     if max_iters is not None:
         _set_max_iters(cfg, max_iters)
     _ensure_finite_loss_hook(cfg)
-    cfg.work_dir = str(work_dir)
-    cfg.randomness = {"seed": int(seed), "deterministic": False}
-    cfg.launcher = cfg.get("launcher", "none")
-
-    from mmengine.runner.checkpoint import find_latest_checkpoint
+    rn.set_runtime(cfg, work_dir, seed, cfg.get("launcher", "none"))
 
     run_file = work_dir / "strong_run.json"  # one per work dir: checkpoints are shared
     ann_sha = _sha_of(train_ann)
-    last = find_latest_checkpoint(str(work_dir)) if resume else None
+    last = rn.latest_checkpoint(work_dir) if resume else None
     if last and run_file.is_file() and read_json(run_file).get("train_sha256") != ann_sha:
         raise StrongStageError(
             f"{work_dir}: holds a run trained on other boxes than {train_file} ({supervision}); use a new "
             "--work-dir (or resume=False / --no-resume to start over there)"
         )
-    cfg.resume = bool(last)
-    cfg.load_from = last or cfg.get("load_from")
+    rn.set_resume(cfg, last)
 
     meta = {
         "stage": "strong",
@@ -323,14 +309,9 @@ def run(
     )
     config_out = work_dir / f"{prefix}strong_config.py"
     write_text(config_out, cfg.pretty_text)
-    run_cfg = copy.deepcopy(cfg)  # the training Runner builds no test loop
-    run_cfg.test_dataloader = None
-    run_cfg.test_evaluator = None
-    run_cfg.test_cfg = None
+    run_cfg = rn.without(cfg, rn.TEST_KEYS)  # the training Runner builds no test loop
 
     # ---- train
-    from mmengine.runner import Runner
-
     done = _checkpoint_iter(last) if last else None
     max_iter = (cfg.get("train_cfg") or {}).get("max_iters")
     if done is not None and max_iter is not None and done >= max_iter:
@@ -340,16 +321,8 @@ def run(
     else:
         run_cfg.experiment_name = _experiment_name(f"{prefix}strong_train")
         _name_visualizer(run_cfg)
-        runner = Runner.from_cfg(run_cfg)
-        runner.train()
-        iterations = int(runner.iter)
-        del runner
-    ckpt = find_latest_checkpoint(str(work_dir))
-    if ckpt is None:
-        raise StrongStageError(
-            f"{work_dir}: training ended without a checkpoint; check the "
-            "config's default_hooks.checkpoint"
-        )
+        iterations = rn.train(run_cfg)
+    ckpt = rn.trained_checkpoint(work_dir, error=StrongStageError)
     model_file = work_dir / f"{prefix}strong_model.json"
     write_json_artifact(
         model_file,
@@ -436,41 +409,26 @@ def _infer(
     config,
 ) -> Path:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
-    from mmengine.runner import Runner
-
-    test_cfg = copy.deepcopy(cfg)
-    for key in (
-        "train_dataloader",
-        "train_cfg",
-        "optim_wrapper",
-        "param_scheduler",
-        "val_dataloader",
-        "val_cfg",
-        "val_evaluator",
-    ):
-        test_cfg[key] = None
+    test_cfg = rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS)
     ds = _inner_dataset(test_cfg.test_dataloader.dataset, str(config))
     ds.ann_file = str(Path(split_path).resolve())
     ds.data_root = str(_resolve_root(split["info"]["data_root"], split_path).resolve())
     ds.data_prefix = {"img": ""}
     ds.metainfo = {"classes": tuple(classes)}
     ds.test_mode = True
-    evaluator = dict(test_cfg.get("test_evaluator") or {})
-    if evaluator.get("type") != "WSODDumpCocoResults":
-        evaluator = {"type": "WSODDumpCocoResults"}
-    evaluator["out_file"] = str(out)
-    evaluator["meta"] = {
-        "stage": "strong",
-        "seed": meta["seed"],
-        "config": {"config": str(config), "checkpoint": ckpt},
-        "inputs": [str(split_path), ckpt, str(train_file)],
-        "extra": {**meta["extra"], "split": str(split_path)},
-    }
-    test_cfg.test_evaluator = evaluator
-    test_cfg.load_from = ckpt
-    test_cfg.resume = False
     test_cfg.experiment_name = _experiment_name(f"infer_{Path(split_path).stem}")
     _name_visualizer(test_cfg)
-    runner = Runner.from_cfg(test_cfg)
-    runner.test()
+    rn.dump_detections(
+        test_cfg,
+        ckpt,
+        out,
+        {
+            "stage": "strong",
+            "seed": meta["seed"],
+            "config": {"config": str(config), "checkpoint": ckpt},
+            "inputs": [str(split_path), ckpt, str(train_file)],
+            "extra": {**meta["extra"], "split": str(split_path)},
+        },
+        default_evaluator={"type": "WSODDumpCocoResults"},
+    )
     return out

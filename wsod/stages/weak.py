@@ -25,7 +25,6 @@ run only re-infers); multi-GPU training uses mmengine's launcher (``launcher='py
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from wsod import contracts
+from wsod.utils import runner as rn
 from wsod.utils.io import write_json_artifact, write_text
 
 
@@ -45,17 +45,11 @@ InferTriple = tuple[str | os.PathLike, str | os.PathLike, str | os.PathLike | No
 
 def load_weak_config(config: str | os.PathLike, cfg_options: Mapping | None = None):
     """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume)."""
-    from mmengine.config import Config
-
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
-    import wsod.models  # noqa: F401  (registers WSOD modules, enables safe resume)
 
-    if not Path(config).is_file():
-        raise WeakStageError(f"{config}: no such config; see configs/oicr/ and configs/wsddn/")
-    cfg = Config.fromfile(str(config))
-    if cfg_options:
-        cfg.merge_from_dict(dict(cfg_options))
-    return cfg
+    return rn.load_config(
+        config, cfg_options, error=WeakStageError, hint="see configs/oicr/ and configs/wsddn/"
+    )
 
 
 def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
@@ -90,28 +84,6 @@ def _set_num_classes(cfg: Any, num_classes: int) -> None:
     head = cfg.model.get("roi_head") or cfg.model.get("head")
     if head is not None and "num_classes" in head:
         head.num_classes = num_classes
-
-
-def _set_max_iters(cfg: Any, max_iters: int) -> None:
-    loop = cfg.get("train_cfg") or {}
-    if loop.get("type") not in ("IterBasedTrainLoop", "mmengine.IterBasedTrainLoop"):
-        raise WeakStageError(
-            f"max_iters needs an iteration-based config (train_cfg.type="
-            f"'IterBasedTrainLoop'), got {loop.get('type')!r}"
-        )
-    cfg.train_cfg.max_iters = int(max_iters)
-
-
-def _strip(cfg: Any, keys: Sequence[str]) -> Any:
-    out = copy.deepcopy(cfg)
-    for key in keys:
-        out[key] = None
-    return out
-
-
-_TRAIN_KEYS = ("train_dataloader", "train_cfg", "optim_wrapper", "param_scheduler")
-_EVAL_KEYS = ("val_dataloader", "val_cfg", "val_evaluator")
-_TEST_KEYS = ("test_dataloader", "test_cfg", "test_evaluator")
 
 
 def run(
@@ -173,11 +145,11 @@ def run(
             split,
             out,
             work_dir,
-            import_format,
-            allow_pickle,
-            drop_unmatched,
-            started,
-            seed,
+            import_format=import_format,
+            allow_pickle=allow_pickle,
+            drop_unmatched=drop_unmatched,
+            started=started,
+            seed=seed,
         )
     if config is None or work_dir is None:
         raise WeakStageError("config and work_dir are required (--config, --work-dir)")
@@ -205,38 +177,24 @@ def run(
     cfg = load_weak_config(config, cfg_options)
     if classes is not None:
         _set_num_classes(cfg, len(classes))
-    cfg.work_dir = str(work_dir)
-    cfg.randomness = {"seed": int(seed), "deterministic": False}
-    cfg.launcher = launcher
+    rn.set_runtime(cfg, work_dir, seed, launcher)
     meta = {"stage": "weak", "seed": seed, "started": started}
-
-    from mmengine.runner import Runner
-    from mmengine.runner.checkpoint import find_latest_checkpoint
 
     resumed_from = None
     iterations = None
     if train is not None:
         _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals)
         if max_iters is not None:
-            _set_max_iters(cfg, max_iters)
-        resumed_from = find_latest_checkpoint(str(work_dir)) if resume else None
-        cfg.resume = bool(resumed_from)
-        cfg.load_from = resumed_from or cfg.get("load_from")
-        train_cfg = _strip(cfg, _EVAL_KEYS + _TEST_KEYS)
+            rn.set_max_iters(cfg, max_iters, error=WeakStageError)
+        resumed_from = rn.latest_checkpoint(work_dir) if resume else None
+        rn.set_resume(cfg, resumed_from)
+        train_cfg = rn.without(cfg, rn.EVAL_KEYS + rn.TEST_KEYS)
         train_cfg.experiment_name = f"weak_train_{time.strftime('%Y%m%d_%H%M%S')}"
         config_out = work_dir / "weak_config.py"
         work_dir.mkdir(parents=True, exist_ok=True)
         write_text(config_out, train_cfg.pretty_text)
-        runner = Runner.from_cfg(train_cfg)
-        runner.train()
-        iterations = int(runner.iter)
-        del runner
-        ckpt = find_latest_checkpoint(str(work_dir))
-        if ckpt is None:
-            raise WeakStageError(
-                f"{work_dir}: training ended without a checkpoint; check the "
-                "config's default_hooks.checkpoint"
-            )
+        iterations = rn.train(train_cfg)
+        ckpt = rn.trained_checkpoint(work_dir, error=WeakStageError)
         write_json_artifact(
             work_dir / "weak_model.json",
             {
@@ -252,7 +210,7 @@ def run(
             **meta,
         )
     else:
-        ckpt = cfg.get("load_from") or find_latest_checkpoint(str(work_dir))
+        ckpt = cfg.get("load_from") or rn.latest_checkpoint(work_dir)
         if not ckpt:
             raise WeakStageError(
                 f"{work_dir}: no checkpoint to detect with; train first "
@@ -260,7 +218,7 @@ def run(
             )
         config_out = work_dir / "weak_config.py"
         if not config_out.is_file():  # inference only: record the config it ran with
-            write_text(config_out, _strip(cfg, _TRAIN_KEYS + _EVAL_KEYS).pretty_text)
+            write_text(config_out, rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS).pretty_text)
 
     outputs = {}
     for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
@@ -306,28 +264,23 @@ def _infer(
     config: Any,
 ) -> dict:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
-    from mmengine.runner import Runner
-
-    test_cfg = _strip(cfg, _TRAIN_KEYS + _EVAL_KEYS)
+    test_cfg = rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS)
     _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals)
     test_cfg.test_dataloader.dataset.test_mode = True
-    evaluator = dict(test_cfg.get("test_evaluator") or {})
-    if evaluator.get("type") != "WSODDumpCocoResults":
-        evaluator = {"type": "WSODDumpCocoResults", "max_per_image": 100}
-    evaluator["out_file"] = str(out)
-    evaluator["meta"] = {
-        "stage": "weak",
-        "seed": meta["seed"],
-        "config": {"config": str(config), "checkpoint": ckpt},
-        "inputs": [str(split_path), str(proposals), ckpt],
-        "extra": {"split": str(split_path), "classes": contracts.category_names(split)},
-    }
-    test_cfg.test_evaluator = evaluator
-    test_cfg.load_from = ckpt
-    test_cfg.resume = False
     test_cfg.experiment_name = f"weak_infer_{split_path.stem}_{time.strftime('%Y%m%d_%H%M%S')}"
-    runner = Runner.from_cfg(test_cfg)
-    runner.test()
+    rn.dump_detections(
+        test_cfg,
+        ckpt,
+        out,
+        {
+            "stage": "weak",
+            "seed": meta["seed"],
+            "config": {"config": str(config), "checkpoint": ckpt},
+            "inputs": [str(split_path), str(proposals), ckpt],
+            "extra": {"split": str(split_path), "classes": contracts.category_names(split)},
+        },
+        default_evaluator={"type": "WSODDumpCocoResults", "max_per_image": 100},
+    )
     dets = contracts.load_detections(out, split)
     return {
         "split": str(split_path),
@@ -341,9 +294,10 @@ def _import(
     split,
     out,
     work_dir,
-    import_format,
-    allow_pickle,
-    drop_unmatched,
+    *,
+    import_format: str | None,
+    allow_pickle: bool,
+    drop_unmatched: bool,
     started: float,
     seed: int,
 ) -> dict:

@@ -1,0 +1,157 @@
+"""mmengine ``Runner`` plumbing shared by the training stages (:mod:`wsod.stages.weak`,
+:mod:`wsod.stages.strong`).
+
+Load a config and merge ``--cfg-options``; set the run's work dir, seed and launcher; resume
+from a work dir's last checkpoint; train; find the checkpoint training left; detect on a split
+with ``runner.test()`` while ``WSODDumpCocoResults`` writes the detections.
+
+The stages keep their own checks and messages: functions that can refuse an input take the
+stage's error class (``error``) and a hint for the fix (``hint``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+TRAIN_KEYS = ("train_dataloader", "train_cfg", "optim_wrapper", "param_scheduler")
+"""Config keys of the training loop (None in a test-only config)."""
+EVAL_KEYS = ("val_dataloader", "val_cfg", "val_evaluator")
+"""Config keys of the validation loop."""
+TEST_KEYS = ("test_dataloader", "test_cfg", "test_evaluator")
+"""Config keys of the test loop (None in a training-only config)."""
+
+
+def load_config(
+    config: str | os.PathLike,
+    cfg_options: Mapping | None = None,
+    *,
+    error: type[Exception] = FileNotFoundError,
+    hint: str = "",
+):
+    """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume).
+
+    Args:
+        config: mmdet config file.
+        cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
+        error: raised when ``config`` is not a file.
+        hint: where the configs are, appended to that error's message.
+
+    Returns:
+        The ``mmengine.config.Config``.
+    """
+    from mmengine.config import Config
+
+    import wsod.models  # noqa: F401  (registers WSOD modules, enables safe resume)
+
+    if not Path(config).is_file():
+        raise error(f"{config}: no such config; {hint}")
+    cfg = Config.fromfile(str(config))
+    if cfg_options:
+        cfg.merge_from_dict(dict(cfg_options))
+    return cfg
+
+
+def without(cfg: Any, keys: Sequence[str]) -> Any:
+    """A deep copy of ``cfg`` with ``keys`` set to None (e.g. ``TEST_KEYS``: no test loop)."""
+    out = copy.deepcopy(cfg)
+    for key in keys:
+        out[key] = None
+    return out
+
+
+def set_max_iters(
+    cfg: Any, max_iters: int, *, error: type[Exception] = ValueError, hint: str = ""
+) -> None:
+    """Set ``train_cfg.max_iters`` of an iteration-based config.
+
+    Args:
+        cfg: the config (changed in place).
+        max_iters: the number of training iterations.
+        error: raised when the config's train loop is not ``IterBasedTrainLoop``.
+        hint: what to do instead, appended to that error's message after ``"; "``.
+    """
+    loop = cfg.get("train_cfg") or {}
+    if loop.get("type") not in ("IterBasedTrainLoop", "mmengine.IterBasedTrainLoop"):
+        raise error(
+            f"max_iters needs an iteration-based config (train_cfg.type="
+            f"'IterBasedTrainLoop'), got {loop.get('type')!r}" + (f"; {hint}" if hint else "")
+        )
+    cfg.train_cfg.max_iters = int(max_iters)
+
+
+def set_runtime(cfg: Any, work_dir: str | os.PathLike, seed: int, launcher: str) -> None:
+    """Set the config's ``work_dir``, ``randomness`` (``seed``, not deterministic) and
+    ``launcher`` (``none``; ``pytorch`` under torchrun for multi-GPU)."""
+    cfg.work_dir = str(work_dir)
+    cfg.randomness = {"seed": int(seed), "deterministic": False}
+    cfg.launcher = launcher
+
+
+def latest_checkpoint(work_dir: str | os.PathLike) -> str | None:
+    """The work dir's last mmengine checkpoint (its ``last_checkpoint`` file), else None."""
+    from mmengine.runner.checkpoint import find_latest_checkpoint
+
+    return find_latest_checkpoint(str(work_dir))
+
+
+def set_resume(cfg: Any, checkpoint: str | None) -> None:
+    """Resume training from ``checkpoint``; None: start over from the config's ``load_from``."""
+    cfg.resume = bool(checkpoint)
+    cfg.load_from = checkpoint or cfg.get("load_from")
+
+
+def train(cfg: Any) -> int:
+    """Build a ``Runner`` from ``cfg`` and train; returns the iterations done."""
+    from mmengine.runner import Runner
+
+    runner = Runner.from_cfg(cfg)
+    runner.train()
+    return int(runner.iter)
+
+
+def trained_checkpoint(work_dir: str | os.PathLike, *, error: type[Exception]) -> str:
+    """The checkpoint training left in ``work_dir``; raises ``error`` when there is none."""
+    ckpt = latest_checkpoint(work_dir)
+    if ckpt is None:
+        raise error(
+            f"{work_dir}: training ended without a checkpoint; check the "
+            "config's default_hooks.checkpoint"
+        )
+    return ckpt
+
+
+def dump_detections(
+    cfg: Any,
+    checkpoint: str,
+    out: str | os.PathLike,
+    meta: Mapping,
+    *,
+    default_evaluator: Mapping,
+) -> None:
+    """Detect with ``checkpoint`` through ``runner.test()``; ``WSODDumpCocoResults`` writes
+    ``out`` (a COCO results json) with ``meta`` in its ``.meta.json``.
+
+    Args:
+        cfg: a test config (its test dataloader already points at the split); changed in place.
+        checkpoint: the weights to load (never resumed).
+        out: the results json.
+        meta: the evaluator's ``meta`` (stage, seed, config, inputs, extra).
+        default_evaluator: the evaluator to use when the config's ``test_evaluator`` is not a
+            ``WSODDumpCocoResults``.
+    """
+    from mmengine.runner import Runner
+
+    evaluator = dict(cfg.get("test_evaluator") or {})
+    if evaluator.get("type") != "WSODDumpCocoResults":
+        evaluator = dict(default_evaluator)
+    evaluator["out_file"] = str(out)
+    evaluator["meta"] = dict(meta)
+    cfg.test_evaluator = evaluator
+    cfg.load_from = checkpoint
+    cfg.resume = False
+    runner = Runner.from_cfg(cfg)
+    runner.test()
