@@ -96,3 +96,25 @@ def test_dilated_mobilenet_last_stage_keeps_stride_16():
     assert p4.shape[-2:] == (2, 3) and d4.shape[-2:] == (4, 6) == d3.shape[-2:]
     assert torch.equal(p3, d3)
     assert d4.shape[1] == p4.shape[1] == 1280
+
+
+def test_proposal_scores_localise_in_input_pixels():
+    """One active feature cell must select the proposal over the input region it sees."""
+    head = WSODCAMHead(num_classes=1, in_channels=1, featmap_stride=16, upsample=2,
+                       score_mode="thresholded", cam_thr=0.5)
+    with torch.no_grad():
+        head.fc_cls.weight.fill_(1.0)
+        head.fc_cls.bias.zero_()
+    feats = torch.zeros(1, 1, 6, 8)  # input 96x128 (stride 16)
+    feats[0, 0, 4, 6] = 10.0  # the cell over input pixels x 96-112, y 64-80
+    boxes = torch.tensor(
+        [
+            [96.0, 64.0, 112.0, 80.0],  # the cell's region
+            [0.0, 0.0, 16.0, 16.0],  # top-left corner
+            [48.0, 32.0, 56.0, 40.0],  # the same cell if boxes were mapped at half scale
+        ]
+    )
+    metas = [dict(img_shape=(96, 128))]
+    scores = head.proposal_class_scores((feats,), [boxes], None, metas)[0][:, 0]
+    assert scores.argmax() == 0 and scores[0] > 0.4  # bilinear upsampling spreads the cell
+    assert scores[1] == 0 and scores[2] == 0

@@ -161,7 +161,7 @@ class WSODCAMHead(BaseModule):
         """Per image (R_i, C) CAM box scores times class probabilities."""
         cams = self.forward(feats)
         probs = torch.sigmoid(cams.mean(dim=(2, 3)))  # (B, C)
-        scale = self.featmap_stride / self.upsample
+        scale = self.upsample  # map pixels are ``upsample`` input pixels
         size = (
             cams.shape[2] * self.featmap_stride // self.upsample,
             cams.shape[3] * self.featmap_stride // self.upsample,
