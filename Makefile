@@ -20,8 +20,12 @@ RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
 # Four pipeline values, read in one call with the venv's python (empty before `make setup`).
+# The same call writes $(RUN)/.pipeline/<stage>.json, rewritten only when that stage's section
+# changes: stage rules depend on their stamp, so editing the strong settings does not rerun
+# proposals.
+STAMPS := $(RUN)/.pipeline
 PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
-    weak.config=- strong.config=- fsd=0 rounds=0 2>/dev/null))
+    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 2>/dev/null))
 WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
 STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
@@ -100,23 +104,23 @@ demo:  ## the whole pipeline on the embedded synthetic dataset (pipelines/demo.p
 all: $(REPORT)/report.md  ## every stage of PIPELINE, in DAG order
 
 data: $(DATA)/train.json $(DATA)/val.json  ## weak-label splits (+ eval-only *_gt.json)
-$(DATA)/train.json $(DATA)/val.json $(DATA)/train_gt.json $(DATA)/val_gt.json &: $(PIPELINE)
+$(DATA)/train.json $(DATA)/val.json $(DATA)/train_gt.json $(DATA)/val_gt.json &: $(STAMPS)/data.json
 	$(WSOD) data --pipeline $(PIPELINE) --out-dir $(DATA) $(if $(DATA_ROOT),--source $(DATA_ROOT))
 
 proposals: $(PROPS)/train.pkl $(PROPS)/val.pkl  ## region proposals per split
-$(PROPS)/%.pkl: $(DATA)/%.json $(PIPELINE)
+$(PROPS)/%.pkl: $(DATA)/%.json $(STAMPS)/proposals.json
 	$(WSOD) proposals --pipeline $(PIPELINE) --split $< --out $@
 
 weak: $(WEAK)/train_dets.json $(WEAK)/val_dets.json  ## train the black box, detect on train + val
 $(WEAK)/train_dets.json $(WEAK)/val_dets.json &: $(DATA)/train.json $(DATA)/val.json \
-		$(PROPS)/train.pkl $(PROPS)/val.pkl $(WEAK_CONFIG) $(PIPELINE)
+		$(PROPS)/train.pkl $(PROPS)/val.pkl $(WEAK_CONFIG) $(STAMPS)/weak.json
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
 	    --train-split $(DATA)/train.json --train-proposals $(PROPS)/train.pkl \
 	    --infer $(DATA)/train.json:$(PROPS)/train.pkl:$(WEAK)/train_dets.json \
 	    --infer $(DATA)/val.json:$(PROPS)/val.pkl:$(WEAK)/val_dets.json
 
 denoise: $(DENOISE)/pseudo_train.json  ## black-box boxes -> pseudo-strong labels
-$(DENOISE)/pseudo_train.json: $(WEAK)/train_dets.json $(DATA)/train.json $(PIPELINE)
+$(DENOISE)/pseudo_train.json: $(WEAK)/train_dets.json $(DATA)/train.json $(STAMPS)/denoise.json
 	$(WSOD) denoise --pipeline $(PIPELINE) --detections $< --split $(DATA)/train.json --out $@
 
 ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: reads train_gt.json)
@@ -125,12 +129,12 @@ ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: re
 	    --quality-gt $(DATA)/train_gt.json --ablate
 
 strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
-$(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(PIPELINE)
+$(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json
 	$(WSOD) strong --pipeline $(PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
 	    --infer $(DATA)/val.json:$@
 
 fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
-$(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(STRONG_CONFIG) $(PIPELINE)
+$(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json
 	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
 	    --infer $(DATA)/val.json:$@
 
@@ -143,9 +147,9 @@ define ROUND_RULES
 $(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json
 	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
 	    --work-dir $(call strong_dir,$(2)) --infer $$(DATA)/train.json:$$@
-$(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(PIPELINE)
+$(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(STAMPS)/denoise.json
 	$$(WSOD) denoise --pipeline $$(PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
-$(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(PIPELINE)
+$(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(STAMPS)/strong.json
 	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
 	    --infer $$(DATA)/val.json:$$@
 endef

@@ -8,7 +8,7 @@ rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
-weak = dict(config='configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py', seed=0)
+weak = dict(config='configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py', seed=0)
 denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py',

@@ -37,9 +37,43 @@ def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
     return str(node)
 
 
-if __name__ == "__main__":  # python -m wsod.pipeline FILE KEY=DEFAULT ... (for the Makefile)
+STAMPED_SECTIONS = ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report")
+
+
+def write_section_stamps(path: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:
+    """Write ``<out_dir>/<section>.json`` for each stage section, only where its content changed.
+
+    Make rules depend on these stamps instead of the pipeline file, so editing one stage's
+    settings reruns that stage and what follows it, not the stages before it. A section the
+    pipeline does not have is stamped as ``null``.
+
+    Returns:
+        The stamps that were (re)written.
+    """
+    import json
+
+    pipeline = load_pipeline(path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in STAMPED_SECTIONS:
+        text = json.dumps(pipeline.get(name), sort_keys=True, indent=1, default=str) + "\n"
+        stamp = out / f"{name}.json"
+        if not stamp.is_file() or stamp.read_text() != text:
+            tmp = stamp.with_suffix(".json.tmp")
+            tmp.write_text(text)
+            tmp.replace(stamp)
+            written.append(stamp)
+    return written
+
+
+if __name__ == "__main__":  # python -m wsod.pipeline FILE [--stamps DIR] KEY=DEFAULT ...
     import sys
 
-    if len(sys.argv) < 3:
-        sys.exit("usage: python -m wsod.pipeline PIPELINE_FILE DOTTED.KEY=DEFAULT ...")
-    print(" ".join(get_value(sys.argv[1], *arg.split("=", 1)) for arg in sys.argv[2:]))
+    args = sys.argv[1:]
+    if len(args) >= 3 and args[1] == "--stamps":
+        write_section_stamps(args[0], args[2])
+        args = [args[0], *args[3:]]
+    if len(args) < 2:
+        sys.exit("usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] DOTTED.KEY=DEFAULT ...")
+    print(" ".join(get_value(args[0], *arg.split("=", 1)) for arg in args[1:]))

@@ -11,17 +11,18 @@ model = dict(
         pad_size_divisor=32),
     backbone=dict(
         type='WSODMobileNetV2',
-        out_indices=(4, ),  # stride 32, 1280 channels: the ImageNet classifier's features
-        frozen_stages=2,  # stages 0-2 frozen; stride-16 and -32 stages fine-tuned
+        out_indices=(4, ),  # the 1280-channel features the ImageNet classifier reads ...
+        dilate_last=True,  # ... at stride 16 (dilated last stage): 2x finer CAMs, ~1.9x cost
+        frozen_stages=2,  # stages 0-2 frozen; stride-16 and last stages fine-tuned
         norm_eval=True,
         init_cfg=dict(type='Pretrained', checkpoint='torchvision://mobilenet_v2')),
     roi_head=dict(
         type='WSODCAMHead',
         num_classes=20,
         in_channels=1280,
-        featmap_stride=32,
+        featmap_stride=16,
         dropout=0.2,  # the dropout torchvision's MobileNetV2 classifier uses
         score_mode='mass_minus_area',  # share of CAM mass in the box minus its share of area
-        upsample=4,  # score boxes on a CAM at 1/4 input resolution (8x the feature map)
+        upsample=2,  # score boxes on a CAM at 1/2 input resolution (8x the feature map)
         test_cfg=dict(score_thr=1e-3, nms=dict(type='nms', iou_threshold=0.3),
                       max_per_img=100)))
