@@ -11,6 +11,8 @@ Usage::
 
     .venv/bin/python benchmarks/proposals_bench.py --num 100
     .venv/bin/python benchmarks/proposals_bench.py --num 30 --methods selective_search --resize 350
+    # score a proposal file a pipeline already wrote (every VOC image it holds)
+    .venv/bin/python benchmarks/proposals_bench.py --proposals work_dirs/voc07_cpu/proposals/val.pkl
 
 Goals: recall@0.5 >= 0.90 with <= 2000 boxes (selective search); >= 1.8x on 2 workers. The
 speed-up needs two idle cores: on a shared machine it reads low.
@@ -91,14 +93,29 @@ def recall(props: dict, gts: dict[str, np.ndarray]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--voc-root", default=str(ROOT.parent / "shared/data/VOCdevkit/VOC2007"))
-    ap.add_argument("--num", type=int, default=100, help="number of val images (first N)")
+    ap.add_argument("--num", type=int, default=None,
+                    help="number of val images (first N) [100; all with --proposals]")
+    ap.add_argument("--proposals", metavar="PKL",
+                    help="score this proposal file (its VOC images) instead of generating")
     ap.add_argument("--methods", nargs="+", default=["selective_search", "edge_boxes"])
     ap.add_argument("--resize", type=int, default=None)
     ap.add_argument("--max-boxes", type=int, default=2000)
     ap.add_argument("--no-speedup", action="store_true", help="skip the 2-worker run")
     args = ap.parse_args(argv)
     voc = Path(args.voc_root)
-    stems = (voc / "ImageSets/Main/val.txt").read_text().split()[: args.num]
+    if args.proposals:
+        props = load_proposals(args.proposals, allow_pickle=True)
+        keys = sorted(props)[: args.num]
+        gts = {k: gt_boxes(voc, Path(k).stem) for k in keys}
+        res = {
+            "images": len(keys),
+            "objects": int(sum(len(g) for g in gts.values())),
+            "boxes_per_image": round(float(np.mean([len(props[k]["bboxes"]) for k in keys])), 1),
+            **recall(props, gts),
+        }
+        print(json.dumps({"proposals": args.proposals, "results": res}, indent=1))
+        return 0
+    stems = (voc / "ImageSets/Main/val.txt").read_text().split()[: args.num or 100]
     gts = {f"JPEGImages/{s}.jpg": gt_boxes(voc, s) for s in stems}
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
