@@ -36,6 +36,8 @@ def test_json_artifact_and_meta(tmp_path):
         "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
     assert meta["packages"]["numpy"]
     assert meta["wall_time_s"] > 0
+    # a python process holding numpy holds more than 10 MB and far less than 100 GB
+    assert 10 < meta["peak_rss_mb"]["self"] < 100_000
 
 
 def test_read_json_errors_name_the_file(tmp_path):

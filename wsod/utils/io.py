@@ -117,6 +117,18 @@ def _jsonable(obj: Any) -> Any:
     return repr(obj)
 
 
+def peak_rss_mb() -> dict[str, float]:
+    """Peak resident memory so far (MB): this process and its largest finished child process
+    (data-loader / proposal workers)."""
+    import resource
+
+    scale = 1 / 1024 if sys.platform != "darwin" else 1 / 1024**2  # KB on Linux, B on macOS
+    return {
+        "self": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale, 1),
+        "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale, 1),
+    }
+
+
 def write_meta(path: str | os.PathLike, *, stage: str, config: Mapping | None = None,
                inputs: Iterable[str | os.PathLike] = (), seed: int | None = None,
                started: float | None = None, extra: Mapping | None = None) -> Path:
@@ -136,6 +148,7 @@ def write_meta(path: str | os.PathLike, *, stage: str, config: Mapping | None = 
         "git_commit": git_commit(),
         "packages": package_versions(),
         "wall_time_s": None if started is None else round(time.time() - started, 3),
+        "peak_rss_mb": peak_rss_mb(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if extra:
