@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from wsod.report import cost as run_cost
 from wsod.stages.evaluate import run as evaluate
 from wsod.stages.report import comparison_table, run
 from wsod.utils.io import write_json_artifact
@@ -157,3 +158,178 @@ def test_cli_help_and_execute_reaches_run(monkeypatch, capsys):
     args = parser.parse_args(["--metrics", "m.json", "--out-dir", "d", "--gallery-images", "2"])
     assert cmd.execute(args) == 0
     assert seen == {"metrics": "m.json", "out_dir": "d", "gallery_images": 2}
+    seen.clear()
+    args = parser.parse_args(["--metrics", "m.json", "--out-dir", "d", "--run-dir", "R"])
+    assert cmd.execute(args) == 0
+    assert seen == {"metrics": "m.json", "out_dir": "d", "run_dir": "R"}
+
+
+# ---------------------------------------------------------------- cost per stage, provenance
+def _meta(path: Path, **meta) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{path}.meta.json").write_text(json.dumps(meta))
+
+
+def _fake_run(run: Path) -> Path:
+    """Three artifact sidecars (weak's without peak_rss_mb, proposals rerun last) plus sidecars
+    that must be skipped: a checkpoint's and the report's own."""
+    _meta(
+        run / "data" / "train.json",
+        stage="data",
+        artifact=str(run / "data" / "train.json"),
+        wall_time_s=7.045,
+        peak_rss_mb={"self": 312.4, "largest_child": 1024.0},
+        written_at="2026-12-02T19:36:28+0000",
+        git_commit="eec43f9276153d981a8dffd1f0da03ce2d8ea8a4-dirty",
+        command=["/work/main/wsod/__main__.py", "data", "--out-dir", "RUN/data"],
+        config={},
+    )
+    _meta(
+        run / "proposals" / "train.pkl",
+        stage="proposals",
+        artifact="proposals/train.pkl",
+        wall_time_s=135.406,
+        peak_rss_mb={"self": 2048.5, "largest_child": 512.0},
+        written_at="2026-12-02T19:50:00+0000",
+        git_commit="29424907759afbfeaef7c7028ea08e6bf2badd71",
+        command=["/venv/bin/python", "-m", "wsod", "proposals", "--split", "a b.json"],
+        config={},
+    )
+    _meta(
+        run / "weak" / "weak_model.json",
+        stage="weak",
+        artifact="weak/weak_model.json",
+        wall_time_s=416.103,
+        written_at="2026-12-02T19:46:14+0000",
+        git_commit="ea343e014e35cf891fb9d82d02c41ce39c53d764",
+        command=["/work/main/wsod/__main__.py", "weak", "--work-dir", "RUN/weak"],
+        config={},
+    )
+    skipped = dict(wall_time_s=999.0, written_at="2026-12-02T19:40:00+0000", stage="x")
+    _meta(run / "weak" / "iter_400.pth", **skipped)
+    _meta(run / "report" / "report.md", **skipped)
+    return run
+
+
+EXPECTED_ROWS = [
+    [
+        "data",
+        "data/train.json",
+        "0:07.0 (7.0 s)",
+        "1024.0",
+        "eec43f9-dirty",
+        "2026-12-02T19:36:28+0000",
+    ],
+    [
+        "weak",
+        "weak/weak_model.json",
+        "6:56.1 (416.1 s)",
+        "n/a",
+        "ea343e0",
+        "2026-12-02T19:46:14+0000",
+    ],
+    [
+        "proposals",
+        "proposals/train.pkl",
+        "2:15.4 (135.4 s)",
+        "2048.5",
+        "2942490",
+        "2026-12-02T19:50:00+0000",
+    ],
+]
+# 7.045 + 416.103 + 135.406 = 558.554 s
+EXPECTED_TOTAL = ["**total**", "3 artifacts (sum of wall times)", "9:18.6 (558.6 s)", "max 2048.5"]
+
+
+def test_cost_rows_total_and_missing_rss(tmp_path: Path):
+    cost = run_cost.collect(_fake_run(tmp_path / "run"))
+    assert [r["artifact"] for r in cost["rows"]] == [
+        "data/train.json",
+        "weak/weak_model.json",
+        "proposals/train.pkl",
+    ]  # by written_at, not by path
+    assert cost["total_wall_time_s"] == pytest.approx(558.554)
+    assert cost["max_peak_rss_mb"] == 2048.5
+    assert cost["rows"][1]["peak_rss_mb"] is None
+    assert [r["command"] for r in cost["rows"]] == [
+        "wsod data --out-dir RUN/data",
+        "wsod weak --work-dir RUN/weak",
+        "wsod proposals --split 'a b.json'",
+    ]
+    header, rows = run_cost.cost_table(cost)
+    assert header == [
+        "stage",
+        "artifact",
+        "wall time (m:s)",
+        "peak RSS (MB)",
+        "git commit",
+        "written at",
+    ]
+    assert rows == EXPECTED_ROWS + [EXPECTED_TOTAL + ["", ""]]
+    _, per_stage = run_cost.stage_table(cost)
+    assert per_stage[-1] == ["**run**", "3", "9:18.6 (558.6 s)", "2048.5"]  # disjoint intervals
+    assert run_cost.commits(cost) == [
+        ("eec43f9-dirty", ["data"]),
+        ("ea343e0", ["weak"]),
+        ("2942490", ["proposals"]),
+    ]
+
+
+def test_cost_formatting_and_overlap():
+    assert run_cost.format_duration(59.96) == "1:00.0 (60.0 s)"
+    assert run_cost.format_duration(0) == "0:00.0 (0.0 s)"
+    assert run_cost.format_duration(3725.25) == "62:05.2 (3725.2 s)"
+    assert run_cost.format_duration(None) == "n/a"
+    assert run_cost.short_commit(None) == "unknown"
+    assert run_cost.short_command("python -m wsod report --title 'a b'") == (
+        "wsod report --title 'a b'"
+    )
+    assert run_cost.peak_rss({"peak_rss_mb": {"self": 10.0, "largest_child": None}}) == 10.0
+    # the .pkl and its .npz twin share one clock: 100 s counted once, plus 20 s apart
+    rows = [
+        {"wall_time_s": 100.0, "written_at": "2026-12-02T10:01:40+0000"},
+        {"wall_time_s": 99.5, "written_at": "2026-12-02T10:01:40+0000"},
+        {"wall_time_s": 20.0, "written_at": "2026-12-02T11:00:00+0000"},
+        {"wall_time_s": None, "written_at": "2026-12-02T12:00:00+0000"},
+    ]
+    assert run_cost.merged_seconds(rows) == pytest.approx(120.0)
+
+
+def test_report_cost_section_and_provenance(evaluated: dict, tmp_path: Path):
+    run_dir = _fake_run(tmp_path / "run")
+    metrics = run_dir / "eval" / "metrics.json"
+    metrics.parent.mkdir()
+    metrics.write_text(evaluated["metrics"].read_text())  # no sidecar: no row
+    out = run_dir / "summary"  # not named report/: skipped as the output folder
+    run(metrics, out, gallery_images=0)
+    res = run(metrics, out, gallery_images=0)  # the first run's sidecars stay out of the table
+    assert res["cost"]["run_dir"] == str(run_dir)  # default: RUN of RUN/eval/metrics.json
+    assert len(res["cost"]["rows"]) == 3
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    lines = md.splitlines()
+    start = lines.index("## Cost per stage")
+    table = [line for line in lines[start:] if line.startswith("| ")][: len(EXPECTED_ROWS) + 2]
+    assert table[1:] == ["| " + " | ".join(r) + " |" for r in EXPECTED_ROWS] + [
+        "| " + " | ".join(EXPECTED_TOTAL) + " |  |  |"
+    ]
+    assert "<h2>Cost per stage</h2>" in html and "<td>6:56.1 (416.1 s)</td><td>n/a</td>" in html
+    assert "<td>9:18.6 (558.6 s)</td><td>max 2048.5</td>" in html
+    # provenance near the top: before the detector table
+    prov = lines.index("## Run provenance")
+    assert prov < lines.index("## Detectors side by side (AP@0.5, VOC07 11-point, %)")
+    assert "Git commits: eec43f9-dirty (data); ea343e0 (weak); 2942490 (proposals)." in md
+    assert "3 different code versions" in md
+    assert "weak: wsod weak --work-dir RUN/weak" in md and "wsod proposals --split 'a b.json'" in md
+    assert "iter_400" not in md and "999" not in md
+
+
+def test_report_without_sidecars_says_so(evaluated: dict, tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = run(evaluated["metrics"], tmp_path / "r", gallery_images=0, run_dir=empty)
+    md = (tmp_path / "r" / "report.md").read_text()
+    lines = md.splitlines()
+    i = lines.index("## Cost per stage")
+    assert lines[i + 2] == f"No .meta.json sidecars found under the run directory {empty}."
+    assert lines[i + 4].startswith("## ")  # one line, no table
+    assert res["cost"]["rows"] == [] and res["cost"]["max_peak_rss_mb"] is None

@@ -15,6 +15,7 @@ EXAMPLES = """examples:
       --pseudo-labels work/denoise/pseudo_labels.json --gallery-images 12
 
 Tables and plots need only metrics.json; --gt (and --pseudo-labels) add the image gallery.
+Provenance and cost per stage come from the .meta.json sidecars under --run-dir.
 """
 
 
@@ -35,6 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gallery-images", type=int, metavar="N", help="images per gallery (default 8; 0 disables)"
+    )
+    parser.add_argument(
+        "--run-dir",
+        metavar="DIR",
+        help="run whose .meta.json sidecars give provenance and cost per stage "
+        "(default: the folder above the metrics file's, RUN for RUN/eval/metrics.json)",
     )
     parser.add_argument("--title", help="report title")
     parser.add_argument("--seed", type=int, help="seed of the gallery's image choice (default 0)")
@@ -64,6 +71,7 @@ def execute(args: argparse.Namespace) -> int:
             "title",
             "seed",
             "score_thr",
+            "run_dir",
         ),
     )
     print(

@@ -16,6 +16,11 @@ What the report always shows: the detectors side by side per class on the same s
 pseudo labels (their train-side quality), strong, fsd), the strong/weak ratio with a plain
 statement when retraining lowered mAP, which split was evaluated and what the data lacks, and the
 provenance of every input (command, commit, seed, config from the ``.meta.json`` sidecars).
+From every sidecar under the run directory (``run_dir``, default the folder above the metrics
+file's, i.e. ``RUN`` for ``RUN/eval/metrics.json``; ``report/`` folders and checkpoints
+skipped): near the top, the run's git commit(s) and each stage's command line; in "Cost per
+stage", one row per artifact with its wall time, peak RSS, commit and time of writing, a total
+and a per-stage summary (see :mod:`wsod.report.cost`). The same rows are returned as ``cost``.
 Reading ground truth here is a diagnostic: the gallery draws GT boxes next to predictions.
 """
 
@@ -30,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from wsod.report import cost as run_cost
 from wsod.report.document import Document
 from wsod.utils.io import read_json, write_meta, write_text
 
@@ -80,6 +86,48 @@ def _provenance_rows(files: Mapping[str, str | None]) -> tuple[list[list[str]], 
             text = json.dumps(cfg, sort_keys=True, default=str)
             configs.append(f"{role}: {text[:600]}{' ...' if len(text) > 600 else ''}")
     return rows, configs
+
+
+def _run_provenance(doc: Document, cost: Mapping) -> None:
+    """The run's commits and the command line of each stage, from its sidecars."""
+    doc.heading("Run provenance")
+    rows = cost["rows"]
+    if not rows:
+        doc.para(f"No .meta.json sidecars found under the run directory {cost['run_dir']}.")
+        return
+    found = run_cost.commits(cost)
+    listed = "; ".join(f"{c} ({', '.join(stages)})" for c, stages in found)
+    doc.para(
+        f"Run directory {cost['run_dir']} ({len(rows)} artifacts with a .meta.json sidecar). "
+        f"Git commit{'s' if len(found) > 1 else ''}: {listed}."
+    )
+    if len(found) > 1:
+        doc.callout(
+            f"The artifacts of this run were written by {len(found)} different code versions.",
+            warn=True,
+        )
+    doc.code("\n".join(f"{stage}: {cmd}" for stage, cmd in run_cost.commands(cost)))
+
+
+def _cost_section(doc: Document, cost: Mapping) -> None:
+    doc.heading("Cost per stage")
+    if not cost["rows"]:
+        doc.para(f"No .meta.json sidecars found under the run directory {cost['run_dir']}.")
+        return
+    doc.para(
+        "One row per artifact, from its .meta.json sidecar (wall time from the stage's start to "
+        "the artifact's writing; peak RSS: the larger of the process and its largest finished "
+        "child; n/a: not recorded)."
+    )
+    doc.table(*run_cost.cost_table(cost))
+    doc.para(
+        "Artifacts written by one process share its clock (a proposal .pkl and its .npz twin, "
+        "the files of one wsod data run), so the sum above counts that time more than once. Per "
+        "stage, with overlapping [written_at - wall time, written_at] intervals counted once:"
+    )
+    doc.table(*run_cost.stage_table(cost))
+    if cost["unreadable"]:
+        doc.para(f"Unreadable sidecars skipped: {', '.join(cost['unreadable'])}.")
 
 
 def _ordered(names: Sequence[str]) -> list[str]:
@@ -306,6 +354,7 @@ def run(
     title: str | None = None,
     seed: int = 0,
     score_thr: float = 0.3,
+    run_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Write ``report.md``, ``report.html`` and the figures.
 
@@ -320,10 +369,14 @@ def run(
         title: report title.
         seed: seed of the gallery's image choice.
         score_thr: minimum score of a drawn detection.
+        run_dir: the run whose ``.meta.json`` sidecars give the provenance and cost sections
+            (default: the folder above the metrics file's, ``RUN`` for
+            ``RUN/eval/metrics.json``).
 
     Returns:
         ``{"markdown": path, "html": path, "figures": [paths], "gallery": [paths],
-        "lowered": bool | None}``.
+        "lowered": bool | None, "cost": dict}``; ``cost`` as
+        :func:`wsod.report.cost.collect` (one row per artifact, totals).
     """
     from wsod.report.plots import ap_bars, pr_curves
     from wsod.stages.evaluate import named_paths
@@ -336,6 +389,8 @@ def run(
             raise ValueError(f"{metrics_path}: missing '{key}'; regenerate it with `wsod evaluate`")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(run_dir) if run_dir is not None else metrics_path.parent.parent
+    cost = run_cost.collect(run_dir, exclude=[out_dir])
     names = _ordered(list(m["detectors"]))
     dets = {n: m["detectors"][n] for n in names}
     doc = Document(title or f"WSOD report — {', '.join(names)} on {m['split']}")
@@ -349,6 +404,7 @@ def run(
     v = verdict(m)
     if v is not None:
         doc.callout(v[0], warn=v[1])
+    _run_provenance(doc, cost)
 
     doc.heading("Detectors side by side (AP@0.5, VOC07 11-point, %)")
     header, rows = comparison_table(m)
@@ -388,6 +444,8 @@ def run(
     doc.bullets(
         [f"Split evaluated: {m['split']}."] + list(m.get("caveats", [])) + [m.get("gt_note", "")]
     )
+
+    _cost_section(doc, cost)
 
     gallery: list[Path] = []
     if gt is not None and gallery_images > 0:
@@ -463,6 +521,7 @@ def run(
         "title": title,
         "seed": seed,
         "score_thr": score_thr,
+        "run_dir": run_dir,
     }
     write_text(md_path, doc.markdown(out_dir))
     write_meta(md_path, stage="report", config=config, inputs=inputs, seed=seed, started=started)
@@ -474,4 +533,5 @@ def run(
         "figures": figures,
         "gallery": gallery,
         "lowered": None if v is None else v[1],
+        "cost": cost,
     }
