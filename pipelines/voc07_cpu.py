@@ -8,6 +8,7 @@ rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
+# CAM black box (measured: val mAP 18.1, train CorLoc 34.3, 25 min; OICR/WSDDN configs not yet run on VOC)
 weak = dict(config='configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py', seed=0)
 denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
 strong = dict(
