@@ -14,8 +14,8 @@ from wsod.commands import (
 )
 
 HELP = (
-    "Train the black-box weak detector (OICR/WSDDN over proposals, image labels only) and "
-    "write its detections, or import another detector's detections."
+    "Train the black-box weak detector (CAM, WSDDN or OICR scoring proposals; image labels "
+    "only) and write its detections, or import another detector's detections."
 )
 
 EXAMPLES = """examples:
@@ -70,7 +70,9 @@ _NAMES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
-    p.add_argument("--config", help="weak detector config (configs/oicr/*.py, configs/wsddn/*.py)")
+    p.add_argument(
+        "--config", help="weak detector config (configs/cam, configs/oicr or configs/wsddn)"
+    )
     p.add_argument("--work-dir", help="checkpoints, logs, resolved config, default outputs")
     p.add_argument("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on")
     p.add_argument("--train-proposals", metavar="PKL", help="proposals of the training split")

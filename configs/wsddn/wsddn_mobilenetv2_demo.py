@@ -1,0 +1,10 @@
+# WSDDN on ImageNet MobileNetV2 for the synthetic demo dataset (5 classes, 320x240 images,
+# 600 steps x 2 images): a baseline for the OICR and CAM demo configs.
+_base_ = [
+    '../_base_/models/wsddn_mobilenetv2.py',
+    '../_base_/datasets/demo_weak.py',
+    '../_base_/schedules/weak_sgd_demo.py',
+    '../_base_/weak_runtime.py',
+]
+model = dict(roi_head=dict(num_classes=5))
+default_hooks = dict(checkpoint=dict(interval=200))

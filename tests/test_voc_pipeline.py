@@ -1,0 +1,72 @@
+"""`make all` with pipelines/voc07_cpu.py on a handful of real VOC images, tiny settings.
+
+The pipeline file under test inherits pipelines/voc07_cpu.py (mmengine ``_base_``) and only
+shrinks it: 6 images per split, 100 proposals, 2 training iterations per detector, no loader
+processes. Every stage, the fully supervised reference, the evaluation and the report run
+through the Makefile exactly as in the real run, so the headline path cannot silently break.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+NO_WORKERS = {
+    "train_dataloader.num_workers": 0,
+    "train_dataloader.persistent_workers": False,
+    "test_dataloader.num_workers": 0,
+    "test_dataloader.persistent_workers": False,
+}
+TINY = f"""
+_base_ = ['{REPO}/pipelines/voc07_cpu.py']
+data = dict(limit=6)
+proposals = dict(max_boxes=100, workers=1)
+weak = dict(max_iters=2, cfg_options={NO_WORKERS!r})
+strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
+                                         'model.test_cfg.rcnn.score_thr': 0.0}})
+"""
+
+
+def _make(pipeline: Path, run: Path, voc_root: Path, *targets: str):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = ["make", *targets, f"PIPELINE={pipeline}", f"RUN={run}", f"DATA_ROOT={voc_root}"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
+    pipeline = tmp_path / "voc07_tiny.py"
+    pipeline.write_text(TINY)
+    run = tmp_path / "run"
+    out = _make(pipeline, run, voc_root, "all")
+
+    for stage in ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report"):
+        assert f"-m wsod {stage}" in out, stage
+    assert "--fully-supervised-gt" in out  # voc07_cpu.py trains the reference (fsd = 1)
+
+    val = json.loads((run / "data/val.json").read_text())
+    assert len(val["images"]) == 6
+    assert "annotations" not in val or not val["annotations"]  # weak split: no boxes
+    assert len(val["categories"]) == 20
+
+    metrics = json.loads((run / "eval/metrics.json").read_text())
+    assert metrics["split"] == "val" and metrics["num_images"] == 6
+    assert set(metrics["detectors"]) == {"weak", "strong", "fsd"}
+    assert "weak" in metrics["train"]["detectors"]  # CorLoc on train
+    report = (run / "report/report.md").read_text()
+    assert "fsd" in report and "strong" in report and "weak" in report
+    assert (run / "report/report.html").stat().st_size > 10_000
+
+    # every detector's val detections refer to the 6 val images only
+    ids = {im["id"] for im in val["images"]}
+    for name in ("weak", "strong", "fsd"):
+        dets = json.loads((run / name / "val_dets.json").read_text())
+        assert dets and {d["image_id"] for d in dets} <= ids, name
+
+    # resumable: a second `make all` has nothing left to do
+    again = _make(pipeline, run, voc_root, "all")
+    assert "-m wsod" not in again
