@@ -30,11 +30,12 @@ strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
 """
 
 
-def _make(pipeline: Path, run: Path, voc_root: Path, *targets: str):
+def _make_all(pipeline: Path, run: Path, voc_root: Path) -> str:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = ["make", *targets, f"PIPELINE={pipeline}", f"RUN={run}", f"DATA_ROOT={voc_root}"]
+    cmd = ["make", "all", f"PIPELINE={pipeline}", f"RUN={run}", f"DATA_ROOT={voc_root}"]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    tail = f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{tail}"
     return done.stdout
 
 
@@ -42,7 +43,7 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     pipeline = tmp_path / "voc07_tiny.py"
     pipeline.write_text(TINY)
     run = tmp_path / "run"
-    out = _make(pipeline, run, voc_root, "all")
+    out = _make_all(pipeline, run, voc_root)
 
     for stage in ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report"):
         assert f"-m wsod {stage}" in out, stage
@@ -68,5 +69,5 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
         assert dets and {d["image_id"] for d in dets} <= ids, name
 
     # resumable: a second `make all` has nothing left to do
-    again = _make(pipeline, run, voc_root, "all")
+    again = _make_all(pipeline, run, voc_root)
     assert "-m wsod" not in again
