@@ -12,5 +12,5 @@ proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers
 weak = dict(config='configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py', seed=0)
 denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
 strong = dict(
-    config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py',
+    config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py',
     seed=0)

@@ -32,6 +32,13 @@ EXAMPLES = """examples:
       --train-split work_dirs/demo/data/train.json \\
       --train-proposals work_dirs/demo/proposals/train.pkl --max-iters 50
 
+  # detect again with a finished work dir (no training) and test-time augmentation:
+  # class scores averaged over flipped and rescaled views before NMS
+  wsod weak --config configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/voc07/weak \\
+      --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl \\
+      --cfg-options model.test_cfg.flip=True "model.test_cfg.scales=[0.75,1.0,1.25]"
+
   # GPUs (GPUS=4): the paper's VGG16 OICR through mmengine's launcher
   torchrun --nproc_per_node=4 -m wsod weak --launcher pytorch \\
       --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\

@@ -143,6 +143,7 @@ class WSODOICRHead(WSODWSDDNHead):
         feats: tuple[Tensor],
         proposals: list[Tensor],
         proposal_scores: list[Tensor] | None = None,
+        batch_img_metas: list[dict] | None = None,
     ) -> list[Tensor]:
         """Per image (R_i, C): mean refinement softmax (+ WSDDN scores if configured)."""
         x = self.roi_features(feats, proposals, proposal_scores)

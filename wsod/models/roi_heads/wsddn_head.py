@@ -211,8 +211,11 @@ class WSODWSDDNHead(BaseModule):
         feats: tuple[Tensor],
         proposals: list[Tensor],
         proposal_scores: list[Tensor] | None = None,
+        batch_img_metas: list[dict] | None = None,
     ) -> list[Tensor]:
-        """Per image (R_i, C) scores used for detection (WSDDN: the MIL scores)."""
+        """Per image (R_i, C) scores used for detection (WSDDN: the MIL scores).
+
+        ``batch_img_metas`` is accepted for the common head interface and unused."""
         x = self.roi_features(feats, proposals, proposal_scores)
         return self.mil_scores(self.forward(x), [len(p) for p in proposals])
 
