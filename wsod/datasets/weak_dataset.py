@@ -20,6 +20,13 @@ Pipeline transforms:
   the proposals as a float tensor (``data_sample.proposals.bboxes``, x1y1x2y2 in the resized
   image).
 
+Seeds (optional, ``seed_file``): another weak detector's detections on the same split (a COCO
+results json, e.g. the CAM black box's ``train_dets.json``). ``WSODLoadProposals`` turns them
+into per-proposal class scores ``seed_scores`` (R, C): for class c, the best ``score x IoU``
+over that class's seed boxes (a seed box that is itself a proposal gives that proposal its
+score). ``WSODOICRHead`` then supervises its first refinement branch with them instead of the
+WSDDN scores (CAM -> OICR). Seeds are detector outputs, never ground truth.
+
 Invariant: nothing here opens a ground-truth box file; ``instances`` is always empty.
 """
 
@@ -30,13 +37,15 @@ import os.path as osp
 from typing import Any
 
 import numpy as np
+import torch
 from mmcv.transforms import BaseTransform
 from mmdet.datasets import BaseDetDataset
 from mmdet.datasets.transforms import PackDetInputs
 from mmdet.registry import DATASETS, TRANSFORMS
 from mmdet.structures.bbox import BaseBoxes, HorizontalBoxes
 
-from wsod.contracts import ContractError, load_split
+from wsod.contracts import ContractError, load_detections, load_split
+from wsod.utils.boxes import box_iou
 
 
 def read_proposal_file(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
@@ -61,13 +70,23 @@ class WSODWeakDataset(BaseDetDataset):
         data_root: image root; ``None`` takes the split's ``info.data_root``.
         proposal_file: proposals (.pkl mmdet contract, or its .npz twin).
         filter_empty: drop images without any label (training only: they teach no class).
+        seed_file: optional detections of another weak detector on this split (COCO results
+            json, see the module docstring); each item gets ``seeds`` (bboxes x1y1x2y2, scores,
+            0-based labels, ``num_classes``).
         **kwargs: ``BaseDetDataset`` arguments (pipeline, test_mode, indices, ...).
     """
 
     METAINFO: dict = {"classes": ()}
 
-    def __init__(self, *args: Any, filter_empty: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        filter_empty: bool = False,
+        seed_file: str | os.PathLike | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.filter_empty = filter_empty
+        self.seed_file = seed_file
         super().__init__(*args, **kwargs)
 
     def load_data_list(self) -> list[dict]:
@@ -94,7 +113,24 @@ class WSODWeakDataset(BaseDetDataset):
                     "instances": [],
                 }
             )
+        if self.seed_file:
+            self._attach_seeds(data_list, split, index_of)
         return data_list
+
+    def _attach_seeds(self, data_list: list[dict], split: dict, index_of: dict) -> None:
+        dets = load_detections(self.seed_file, split)  # ids / classes checked against split
+        by_image: dict[int, list] = {}
+        for d in dets:
+            by_image.setdefault(d["image_id"], []).append(d)
+        for info in data_list:
+            ds = by_image.get(info["img_id"], [])
+            xywh = np.array([d["bbox"] for d in ds], np.float32).reshape(-1, 4)
+            info["seeds"] = {
+                "bboxes": np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1),
+                "scores": np.array([d["score"] for d in ds], np.float32),
+                "labels": np.array([index_of[d["category_id"]] for d in ds], np.int64),
+                "num_classes": len(index_of),
+            }
 
     def load_proposals(self) -> None:
         """Attach ``proposals`` to each item, keyed by ``file_name`` (mmdet key as fallback)."""
@@ -125,6 +161,23 @@ class WSODWeakDataset(BaseDetDataset):
 
     def get_cat_ids(self, idx: int) -> list[int]:
         return list(self.get_data_info(idx)["image_labels"])
+
+
+def seed_scores(proposals: np.ndarray, seeds: dict) -> np.ndarray:
+    """(R, C) seed class scores of proposals: per class, max over its seed boxes of
+    ``score x IoU(proposal, seed box)`` (0 for classes without seeds).
+
+    Args:
+        proposals: (R, 4) x1y1x2y2, the same pixels as the seed boxes (original image).
+        seeds: ``{"bboxes": (N,4), "scores": (N,), "labels": (N,) 0-based, "num_classes": C}``.
+    """
+    out = np.zeros((len(proposals), seeds["num_classes"]), np.float32)
+    if len(seeds["bboxes"]) == 0 or len(proposals) == 0:
+        return out
+    weighted = box_iou(proposals, seeds["bboxes"]) * seeds["scores"][None, :]  # (R, N)
+    for c in np.unique(seeds["labels"]):
+        out[:, c] = weighted[:, seeds["labels"] == c].max(axis=1)
+    return out
 
 
 @TRANSFORMS.register_module()
@@ -174,6 +227,8 @@ class WSODLoadProposals(BaseTransform):
             scores = np.zeros(1, np.float32)
         results["proposals"] = HorizontalBoxes(bboxes)
         results["proposals_scores"] = scores
+        if "seeds" in results:
+            results["proposals_seed_scores"] = seed_scores(bboxes, results["seeds"])
         return results
 
     def __repr__(self) -> str:
@@ -209,4 +264,9 @@ class WSODPackWeakInputs(PackDetInputs):
         results.setdefault("image_labels", [])
         results.setdefault("flip", False)
         results.setdefault("flip_direction", None)
-        return super().transform(results)
+        packed = super().transform(results)
+        if "proposals_seed_scores" in results:
+            packed["data_samples"].proposals.seed_scores = torch.from_numpy(
+                np.ascontiguousarray(results["proposals_seed_scores"], np.float32)
+            )
+        return packed

@@ -76,7 +76,17 @@ class WSODWeakDetector(BaseDetector):
     def loss(self, batch_inputs: Tensor, batch_data_samples: SampleList) -> dict:
         feats = self.extract_feat(batch_inputs)
         boxes, scores, labels = self._unpack(batch_data_samples)
-        return self.roi_head.loss(feats, boxes, scores, labels)
+        seeds = [ds.proposals.get("seed_scores") for ds in batch_data_samples]
+        if all(s is None for s in seeds):
+            return self.roi_head.loss(feats, boxes, scores, labels)
+        if any(s is None for s in seeds) or not getattr(self.roi_head, "accepts_seeds", False):
+            raise ValueError(
+                f"{type(self.roi_head).__name__} got seed scores (the dataset's seed_file) but "
+                "cannot use them: seeds supervise OICR's first refinement branch "
+                "(WSODOICRHead); drop train_dataloader.dataset.seed_file or use an OICR config"
+            )
+        seeds = [s.to(boxes[i].device).float() for i, s in enumerate(seeds)]
+        return self.roi_head.loss(feats, boxes, scores, labels, seed_scores=seeds)
 
     def predict(
         self, batch_inputs: Tensor, batch_data_samples: SampleList, rescale: bool = True

@@ -76,7 +76,14 @@ class WSODOICRHead(WSODWSDDNHead):
         refine_loss_weight: weight of each branch's loss.
         test_with_wsddn: average the WSDDN scores into the inference scores.
         **kwargs: :class:`WSODWSDDNHead` arguments.
+
+    Seeds: ``loss(..., seed_scores=...)`` takes per-image (R_i, C) scores of another weak
+    detector for the same proposals (``WSODWeakDataset(seed_file=...)``); branch 0 is then
+    supervised by them instead of the WSDDN scores (e.g. CAM boxes as OICR's first pseudo
+    labels), and the later branches refine as usual.
     """
+
+    accepts_seeds = True
 
     def __init__(
         self,
@@ -110,8 +117,10 @@ class WSODOICRHead(WSODWSDDNHead):
         proposals: list[Tensor],
         proposal_scores: list[Tensor],
         image_labels: list,
+        seed_scores: list[Tensor] | None = None,
     ) -> dict[str, Tensor]:
-        """WSDDN's image BCE + one weighted cross-entropy per refinement branch.
+        """WSDDN's image BCE + one weighted cross-entropy per refinement branch (branch 0
+        supervised by ``seed_scores`` when given, else by the WSDDN scores).
 
         Returns:
             ``{"loss_mil": scalar, "loss_refine0": scalar, ...}``.
@@ -122,7 +131,7 @@ class WSODOICRHead(WSODWSDDNHead):
         mil = self.mil_scores(outs, num_per_img)
         targets = image_label_targets(image_labels, self.num_classes, device=x.device)
         losses = {"loss_mil": self.mil_loss(mil, targets)}
-        prev = [s.detach() for s in mil]
+        prev = [s.detach() for s in (mil if seed_scores is None else seed_scores)]
         for k, logits in enumerate(outs["refine"]):
             per_img = logits.split(num_per_img)
             total = logits.new_zeros(())
