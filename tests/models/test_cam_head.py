@@ -41,6 +41,20 @@ def test_cam_box_scores_hand_made():
     assert torch.allclose(t, expected, atol=1e-5)
 
 
+def test_area_weight_prefers_tighter_boxes():
+    cam = torch.zeros(1, 10, 10)
+    cam[0, 2:6, 3:7] = 1.0  # the 4x4 blob: mass 16
+    cam[0, 2:6, 7:9] = 0.2  # a faint margin to its right: mass 1.6
+    boxes = torch.tensor([[3.0, 2.0, 7.0, 6.0], [3.0, 2.0, 9.0, 6.0]])  # blob, blob + margin
+    total = 16 + 1.6
+    plain = cam_box_scores(cam, boxes)[:, 0]
+    assert torch.allclose(plain, torch.tensor([16 / total - 0.16, 1 - 0.24]), atol=1e-5)
+    assert plain.argmax() == 1  # a = 1: the margin's mass is worth its area
+    tight = cam_box_scores(cam, boxes, area_weight=2.0)[:, 0]
+    assert torch.allclose(tight, torch.tensor([16 / total - 0.32, 1 - 0.48]), atol=1e-5)
+    assert tight.argmax() == 0  # a = 2: it is not
+
+
 def test_classifier_learns_and_predicts():
     torch.manual_seed(0)
     head = WSODCAMHead(

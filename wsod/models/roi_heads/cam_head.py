@@ -8,17 +8,19 @@ Prediction: for every class, the CAM (ReLU of the class map, upsampled to the in
 divided by its maximum) scores each proposal by how much of the activation it holds for how
 much of the image it covers::
 
-    mass_minus_area:  score = mass_in / mass_total - area_box / area_image
+    mass_minus_area:  score = mass_in / mass_total - a x area_box / area_image
     mean_in_out:      score = mean CAM inside - mean CAM outside
     thresholded:      score = sum over the box of (CAM - t) / sum over the image of max(CAM - t, 0)
 
+Scores are clipped at 0 and multiplied by the class probability ``sigmoid(image logit)``; then
+per-class NMS. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a
+few ms. Boxes are x1y1x2y2 in input pixels inside the model.
+
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
 the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
-box leaves out and what it adds below ``t``.
-
-clipped at 0 and multiplied by the class probability ``sigmoid(image logit)``; then per-class
-NMS. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a few ms.
-Boxes are x1y1x2y2 in input pixels inside the model.
+box leaves out and what it adds below ``t``. ``a`` (``area_weight``, default 1) trades mass
+for tightness: on VOC the top boxes at ``a = 1`` are too large (a median 27 % of the image; 38 %
+of the top-1 boxes hold a whole object and more, docs/results.md).
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ def box_sums(integral: Tensor, boxes: Tensor) -> Tensor:
 
 
 def cam_box_scores(
-    cam: Tensor, boxes: Tensor, mode: str = "mass_minus_area", thr: float = 0.2
+    cam: Tensor,
+    boxes: Tensor,
+    mode: str = "mass_minus_area",
+    thr: float = 0.2,
+    area_weight: float = 1.0,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
@@ -63,6 +69,7 @@ def cam_box_scores(
         mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded`` (see the module
             docstring).
         thr: the threshold ``t`` of ``thresholded`` (a fraction of each map's maximum).
+        area_weight: ``a`` of ``mass_minus_area``.
 
     Returns:
         (R, C) scores >= 0.
@@ -81,7 +88,7 @@ def cam_box_scores(
     bh = (b[:, 3].clamp(max=h) - b[:, 1].clamp(max=h)).clamp(min=0)
     area = (bw * bh)[:, None]
     if mode == "mass_minus_area":
-        score = inside / total - area / float(h * w)
+        score = inside / total - area_weight * area / float(h * w)
     elif mode == "mean_in_out":
         outside = total - inside
         score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
@@ -102,6 +109,7 @@ class WSODCAMHead(BaseModule):
         dropout: dropout on the feature map before the classifier.
         score_mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded``.
         cam_thr: threshold of ``thresholded`` (fraction of each CAM's maximum).
+        area_weight: area penalty of ``mass_minus_area`` (> 1: tighter boxes).
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
@@ -115,6 +123,7 @@ class WSODCAMHead(BaseModule):
         dropout: float = 0.0,
         score_mode: str = "mass_minus_area",
         cam_thr: float = 0.2,
+        area_weight: float = 1.0,
         upsample: int = 4,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
@@ -125,6 +134,7 @@ class WSODCAMHead(BaseModule):
         self.in_index = in_index
         self.score_mode = score_mode
         self.cam_thr = cam_thr
+        self.area_weight = area_weight
         self.upsample = upsample
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -174,7 +184,10 @@ class WSODCAMHead(BaseModule):
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
-            out.append(cam_box_scores(cam, boxes / scale, self.score_mode, self.cam_thr) * probs[i])
+            box_scores = cam_box_scores(
+                cam, boxes / scale, self.score_mode, self.cam_thr, self.area_weight
+            )
+            out.append(box_scores * probs[i])
         return out
 
     def predict(
