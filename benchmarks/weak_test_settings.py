@@ -66,7 +66,8 @@ def top_box_area(dets: list, split: dict) -> float:
     return float(np.median(areas)) if areas else float("nan")
 
 
-def subset(split_path: Path, gt_path: Path, num: int, out_dir: Path) -> tuple[Path, dict]:
+def subset(split_path: Path, gt_path: Path, num: int, out_dir: Path) -> tuple[Path, dict, dict]:
+    """The first ``num`` images of a split and its gt; the split is written to ``out_dir``."""
     split = json.loads(split_path.read_text())
     gt = json.loads(gt_path.read_text())
     split["images"] = split["images"][:num]
@@ -76,7 +77,7 @@ def subset(split_path: Path, gt_path: Path, num: int, out_dir: Path) -> tuple[Pa
     split["info"] = dict(split["info"], num_images=len(ids))
     path = out_dir / f"{split_path.stem}_first{num}.json"
     path.write_text(json.dumps(split))
-    return path, gt
+    return path, split, gt
 
 
 def main(argv=None) -> int:
@@ -93,8 +94,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        split_path, gt = subset(args.split, args.gt, args.num, tmp)
-        split = json.loads(split_path.read_text())
+        split_path, split, gt = subset(args.split, args.gt, args.num, tmp)
         print(
             f"{len(split['images'])} images of {args.split}, {len(gt['annotations'])} boxes; "
             f"checkpoint {args.checkpoint}"

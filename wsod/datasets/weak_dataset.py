@@ -44,7 +44,7 @@ from mmdet.datasets.transforms import PackDetInputs
 from mmdet.registry import DATASETS, TRANSFORMS
 from mmdet.structures.bbox import BaseBoxes, HorizontalBoxes
 
-from wsod.contracts import ContractError, load_detections, load_split
+from wsod.contracts import ContractError, detections_by_image, load_detections, load_split
 from wsod.utils.boxes import box_iou
 
 
@@ -119,16 +119,16 @@ class WSODWeakDataset(BaseDetDataset):
 
     def _attach_seeds(self, data_list: list[dict], split: dict, index_of: dict) -> None:
         dets = load_detections(self.seed_file, split)  # ids / classes checked against split
-        by_image: dict[int, list] = {}
-        for d in dets:
-            by_image.setdefault(d["image_id"], []).append(d)
+        by_image = detections_by_image(dets)
+        to_index = np.vectorize(index_of.__getitem__, otypes=[np.int64])
         for info in data_list:
-            ds = by_image.get(info["img_id"], [])
-            xywh = np.array([d["bbox"] for d in ds], np.float32).reshape(-1, 4)
+            d = by_image.get(info["img_id"])
+            if d is None:
+                d = {"bboxes": np.zeros((0, 4)), "scores": np.zeros(0), "labels": np.zeros(0)}
             info["seeds"] = {
-                "bboxes": np.concatenate([xywh[:, :2], xywh[:, :2] + xywh[:, 2:]], axis=1),
-                "scores": np.array([d["score"] for d in ds], np.float32),
-                "labels": np.array([index_of[d["category_id"]] for d in ds], np.int64),
+                "bboxes": d["bboxes"].astype(np.float32),
+                "scores": d["scores"].astype(np.float32),
+                "labels": to_index(d["labels"]) if len(d["labels"]) else np.zeros(0, np.int64),
                 "num_classes": len(index_of),
             }
 
