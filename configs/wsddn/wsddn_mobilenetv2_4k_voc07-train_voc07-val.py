@@ -1,5 +1,5 @@
 # WSDDN (no refinement) on ImageNet MobileNetV2 (CPU), 4000 steps x 2 images on VOC07 train.
-# A baseline: the OICR config is the default black box (WSDDN alone picks object parts).
+# A baseline (WSDDN alone picks object parts; the CAM config is the default black box).
 _base_ = [
     '../_base_/models/wsddn_mobilenetv2.py',
     '../_base_/datasets/voc07_weak.py',

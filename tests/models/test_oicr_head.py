@@ -79,3 +79,21 @@ def test_inference_scores_are_refinement_mean():
             feats, props, scores, [dict(scale_factor=(1.0, 1.0), ori_shape=(64, 64))] * 2
         )
     assert all(len(r) > 0 and r.labels.max() < 3 for r in res)
+
+
+def test_inference_on_chosen_branches():
+    torch.manual_seed(0)
+    head = make_head(WSODOICRHead, num_refine=3, test_branches=[1]).eval()
+    feats, props, scores, _ = toy_batch()
+    with torch.no_grad():
+        s = head.proposal_class_scores(feats, props, scores)
+        outs = head.forward(head.roi_features(feats, props, scores))
+    assert torch.allclose(torch.cat(s), torch.softmax(outs["refine"][1], 1)[:, :3], atol=1e-6)
+    assert not torch.allclose(torch.cat(s), torch.softmax(outs["refine"][0], 1)[:, :3])
+    for bad in ([3], [], [-1]):
+        try:
+            make_head(WSODOICRHead, num_refine=3, test_branches=bad)
+        except ValueError as e:
+            assert "test_branches" in str(e)
+        else:
+            raise AssertionError(f"test_branches={bad} accepted")

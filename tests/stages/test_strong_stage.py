@@ -127,14 +127,19 @@ def test_train_resume_and_detect(voc3, tmp_path):
     again = run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=2)
     assert again["iterations"] == 2 and again["resumed_from"].endswith("iter_2.pth")
 
-    # the same work dir with other training boxes is refused, not silently resumed
+    # the same work dir with other training boxes is not resumed: the old run's checkpoints
+    # move to stale/ (nothing lost) and training starts over
     other = read_json(voc3["pseudo"])
     other["annotations"] = other["annotations"][:1]
     write_json(tmp_path / "other.json", other)
-    from wsod.stages.strong import StrongStageError
-
-    with pytest.raises(StrongStageError, match="other boxes"):
-        run(DEMO_CONFIG, tmp_path / "other.json", work, cfg_options=FAST, max_iters=2)
+    fresh = run(DEMO_CONFIG, tmp_path / "other.json", work, cfg_options=FAST, max_iters=1)
+    assert fresh["resumed_from"] is None and fresh["iterations"] == 1
+    (stale,) = (work / "stale").iterdir()
+    assert {"iter_2.pth", "strong_run.json"} <= {p.name for p in stale.iterdir()}
+    assert (
+        read_json(work / "strong_run.json")["train_sha256"]
+        != read_json(stale / "strong_run.json")["train_sha256"]
+    )
 
 
 def test_fully_supervised_reference_is_labelled(voc3, tmp_path):

@@ -56,21 +56,30 @@ def test_run_trains_resumes_and_writes_valid_detections(voc_inputs, tmp_path):
 
     split_path, pkl, split = voc_inputs
     work = tmp_path / "weak"
+    every_step = {**FAST, "default_hooks.checkpoint.interval": 1}
     first = run(
         CONFIG,
         work,
         train_split=split_path,
         train_proposals=pkl,
         infer=[],
-        cfg_options=FAST,
-        max_iters=1,
+        cfg_options=every_step,
+        max_iters=2,
     )
-    assert first["iterations"] == 1 and first["resumed_from"] is None
+    assert first["iterations"] == 2 and first["resumed_from"] is None
     assert first["outputs"] == {}
-    assert Path(first["checkpoint"]).name == "iter_1.pth"
+    assert Path(first["checkpoint"]).name == "iter_2.pth"
+    # interrupted after step 1: the work dir's last checkpoint is iter_1.pth
+    (work / "iter_2.pth").unlink()
+    (work / "last_checkpoint").write_text(str(work / "iter_1.pth"))
 
     second = run(
-        CONFIG, work, train_split=split_path, train_proposals=pkl, cfg_options=FAST, max_iters=2
+        CONFIG,
+        work,
+        train_split=split_path,
+        train_proposals=pkl,
+        cfg_options=every_step,
+        max_iters=2,
     )
     assert Path(second["resumed_from"]).name == "iter_1.pth"  # resumed, not restarted
     assert second["iterations"] == 2
@@ -99,6 +108,23 @@ def test_run_trains_resumes_and_writes_valid_detections(voc_inputs, tmp_path):
     again = run(CONFIG, work, infer=[(split_path, pkl, tmp_path / "again.json")], cfg_options=FAST)
     assert again["checkpoint"] == second["checkpoint"]
     assert len(contracts.load_detections(tmp_path / "again.json", split)) == len(dets)
+
+    # another run in the same work dir (here another seed; likewise another config or training
+    # inputs) is not resumed from this run's checkpoints: they move to stale/, nothing is lost
+    third = run(
+        CONFIG,
+        work,
+        train_split=split_path,
+        train_proposals=pkl,
+        cfg_options=every_step,
+        max_iters=1,
+        seed=1,
+        infer=[],
+    )
+    assert third["resumed_from"] is None and third["iterations"] == 1
+    (stale,) = (work / "stale").iterdir()
+    assert {p.name for p in stale.iterdir()} >= {"iter_1.pth", "iter_2.pth", "weak_run.json"}
+    assert sorted(p.name for p in work.glob("iter_*.pth")) == ["iter_1.pth"]
 
 
 def test_run_rejects_bad_inputs(voc_inputs, tmp_path):

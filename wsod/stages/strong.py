@@ -22,15 +22,16 @@ Outputs in ``work_dir`` (each written atomically with a ``.meta.json`` sidecar):
     ``[fsd_]train_annotations.json``: the training boxes normalised for mmdet's
     ``CocoDataset`` (``area``, ``iscrowd``, unique ids; ground-truth ``difficult`` boxes become
     ``iscrowd`` = ignored, as mmdet's VOC loader does); ``[fsd_]strong_config.py``: the resolved
-    config; ``iter_*.pth`` + ``last_checkpoint`` (mmengine); ``strong_run.json``: which training
-    boxes the work dir's checkpoints were trained on (hash, supervision);
+    config; ``iter_*.pth`` + ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
+    work dir's checkpoints belong to (fingerprint of config + seed + boxes, supervision);
     ``[fsd_]strong_model.json``: the final checkpoint, iterations, classes, supervision; per ``infer`` pair a COCO results json
     (default ``<work_dir>/[fsd_]<split stem>_dets.json``; label ``i`` -> category id ``i + 1``).
 
 Invariants: categories are ids ``1..K`` in class order and every ``infer`` split has the same
 classes (checked); each model ``num_classes`` (except the RPN's) is set to ``K``;
 ``resume=True`` continues from ``work_dir``'s last checkpoint (a finished run only re-infers);
-a work dir trained on other training boxes is refused instead of silently resumed; a NaN/inf
+a work dir holding another run (other boxes, config or seed) is not resumed: its checkpoints
+move to ``<work_dir>/stale/<time>/`` and training starts over; a NaN/inf
 loss stops with :class:`wsod.models.strong.NonFiniteLossError` naming the losses and the last
 good checkpoint (checkpoints every ``default_hooks.checkpoint.interval`` iterations and at the
 end). The training side reads no ground-truth file unless ``fully_supervised_gt`` is given.
@@ -38,6 +39,7 @@ end). The training side reads no ground-truth file unless ``fully_supervised_gt`
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -279,11 +281,11 @@ def run(
 
     run_file = work_dir / "strong_run.json"  # one per work dir: checkpoints are shared
     ann_sha = _sha_of(train_ann)
-    last = rn.latest_checkpoint(work_dir) if resume else None
-    if last and run_file.is_file() and read_json(run_file).get("train_sha256") != ann_sha:
-        raise StrongStageError(
-            f"{work_dir}: holds a run trained on other boxes than {train_file} ({supervision}); use a new "
-            "--work-dir (or resume=False / --no-resume to start over there)"
+    fingerprint = hashlib.sha256((rn.run_fingerprint(cfg, []) + ann_sha).encode()).hexdigest()
+    last = None
+    if resume:  # another run's checkpoints (other boxes, config or seed) are moved aside
+        last, _ = rn.resume_point(
+            work_dir, run_file, fingerprint, lambda rec: rec.get("train_sha256") == ann_sha
         )
     rn.set_resume(cfg, last)
 
@@ -303,7 +305,12 @@ def run(
     )
     write_json_artifact(
         run_file,
-        {"train_sha256": ann_sha, "config": str(config), "supervision": supervision},
+        {
+            "fingerprint": fingerprint,
+            "train_sha256": ann_sha,
+            "config": str(config),
+            "supervision": supervision,
+        },
         inputs=[train_file],
         **meta,
     )

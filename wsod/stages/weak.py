@@ -118,7 +118,9 @@ def run(
             ``<work_dir>/<split stem>_dets.json``. Default with ``train_split``:
             ``[(train_split, train_proposals, <work_dir>/train_dets.json)]``.
         cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
-        resume: continue from the work dir's last checkpoint when there is one.
+        resume: continue from the work dir's last checkpoint when it is from the same run
+            (config, seed, training inputs); another run's checkpoints are moved to
+            ``<work_dir>/stale/<time>/`` and training starts over.
         seed: mmengine ``randomness.seed``.
         import_file: foreign detections to import instead of training (see
             :mod:`wsod.weak.importers`); needs ``split``.
@@ -186,8 +188,16 @@ def run(
         _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals)
         if max_iters is not None:
             rn.set_max_iters(cfg, max_iters, error=WeakStageError)
-        resumed_from = rn.latest_checkpoint(work_dir) if resume else None
+        seed_file = cfg.train_dataloader.dataset.get("seed_file")
+        inputs = [train_split, train_proposals] + ([seed_file] if seed_file else [])
+        fingerprint = rn.run_fingerprint(cfg, inputs)
+        run_file = work_dir / "weak_run.json"
+        resumed_from = rn.resume_point(work_dir, run_file, fingerprint)[0] if resume else None
         rn.set_resume(cfg, resumed_from)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        write_json_artifact(
+            run_file, {"fingerprint": fingerprint, "config": str(config)}, inputs=inputs, **meta
+        )
         train_cfg = rn.without(cfg, rn.EVAL_KEYS + rn.TEST_KEYS)
         train_cfg.experiment_name = f"weak_train_{time.strftime('%Y%m%d_%H%M%S')}"
         config_out = work_dir / "weak_config.py"

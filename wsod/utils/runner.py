@@ -2,7 +2,8 @@
 :mod:`wsod.stages.strong`).
 
 Load a config and merge ``--cfg-options``; set the run's work dir, seed and launcher; resume
-from a work dir's last checkpoint; train; find the checkpoint training left; detect on a split
+from a work dir's last checkpoint when it belongs to the same run (same training config and
+inputs; another run's checkpoints are moved aside to ``<work_dir>/stale/<time>/``); train; find the checkpoint training left; detect on a split
 with ``runner.test()`` while ``WSODDumpCocoResults`` writes the detections.
 
 The stages keep their own checks and messages: functions that can refuse an input take the
@@ -12,7 +13,11 @@ stage's error class (``error``) and a hint for the fix (``hint``).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,6 +101,75 @@ def latest_checkpoint(work_dir: str | os.PathLike) -> str | None:
     from mmengine.runner.checkpoint import find_latest_checkpoint
 
     return find_latest_checkpoint(str(work_dir))
+
+
+RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher")
+"""Config keys that do not change what a training run computes (left out of its fingerprint)."""
+
+
+def run_fingerprint(cfg: Any, inputs: Sequence[str | os.PathLike]) -> str:
+    """SHA-256 of what a training run computes: the training config (without the eval/test
+    loops and :data:`RUNTIME_KEYS`; with the seed) and the contents of its input files."""
+    from wsod.utils.io import file_sha256
+
+    train = without(cfg, EVAL_KEYS + TEST_KEYS).to_dict()
+    for key in RUNTIME_KEYS:
+        train.pop(key, None)
+    h = hashlib.sha256(json.dumps(train, sort_keys=True, default=repr).encode())
+    for path in inputs:
+        h.update(file_sha256(path).encode())
+    return h.hexdigest()
+
+
+def resume_point(
+    work_dir: str | os.PathLike,
+    run_file: str | os.PathLike,
+    fingerprint: str,
+    legacy_same: Any = None,
+) -> tuple[str | None, Path | None]:
+    """The checkpoint to resume from, for a run with ``fingerprint`` in ``work_dir``.
+
+    ``run_file`` (json, written by the stage before training) records the fingerprint of the
+    run whose checkpoints the work dir holds. Same fingerprint: resume from the last checkpoint.
+    Another run (the config, seed or training inputs changed, e.g. ``make`` rerunning a stage
+    after a pipeline edit): its checkpoints and ``run_file`` are moved to
+    ``<work_dir>/stale/<time>/`` (nothing is deleted) and training starts over.
+
+    Args:
+        work_dir: the run's work dir.
+        run_file: the stage's run record in ``work_dir``.
+        fingerprint: :func:`run_fingerprint` of the run about to train.
+        legacy_same: for a run file without a fingerprint (older versions): a callable
+            ``record -> bool`` saying whether it is the same run (default: it is).
+
+    Returns:
+        ``(checkpoint or None, the folder the stale run was moved to or None)``.
+    """
+    from wsod.utils.io import read_json
+
+    work_dir, run_file = Path(work_dir), Path(run_file)
+    last = latest_checkpoint(work_dir)
+    if last is None:
+        return None, None
+    record = read_json(run_file) if run_file.is_file() else {}
+    if "fingerprint" in record:
+        same = record["fingerprint"] == fingerprint
+    else:
+        same = legacy_same(record) if (legacy_same and record) else True
+    if same:
+        return last, None
+    stale = work_dir / "stale" / time.strftime("%Y%m%d_%H%M%S")
+    stale.mkdir(parents=True, exist_ok=True)
+    moved = [*work_dir.glob("iter_*.pth"), *work_dir.glob("epoch_*.pth")]
+    moved += [f for f in (work_dir / "last_checkpoint", run_file) if f.is_file()]
+    for f in moved:
+        f.rename(stale / f.name)
+    print(
+        f"{work_dir}: its checkpoints belong to another run (config, seed or training inputs "
+        f"changed); moved {len(moved)} files to {stale} and training from scratch",
+        file=sys.stderr,
+    )
+    return None, stale
 
 
 def set_resume(cfg: Any, checkpoint: str | None) -> None:

@@ -11,7 +11,7 @@ scores of branch k - 1 (branch 0: the WSDDN proposal scores), all detached:
   whose best IoU is below ``bg_iou_thr_lo`` get weight 0);
 * loss = sum_r w_r * CE(branch_k(r), label_r) / R, averaged over images.
 
-Inference scores (R, C) = mean over branches of softmax[:, :C] (optionally averaged with the
+Inference scores (R, C) = mean over branches (or ``test_branches``) of softmax[:, :C] (optionally averaged with the
 WSDDN scores), then per-class NMS. Boxes are x1y1x2y2 in input pixels inside the model.
 """
 
@@ -75,6 +75,8 @@ class WSODOICRHead(WSODWSDDNHead):
         bg_iou_thr_lo: see :func:`oicr_pseudo_labels`.
         refine_loss_weight: weight of each branch's loss.
         test_with_wsddn: average the WSDDN scores into the inference scores.
+        test_branches: indices of the refinement branches averaged at inference (default:
+            all K, as in the paper); e.g. ``[0]`` to look at one branch.
         **kwargs: :class:`WSODWSDDNHead` arguments.
 
     Seeds: ``loss(..., seed_scores=...)`` takes per-image (R_i, C) scores of another weak
@@ -93,9 +95,18 @@ class WSODOICRHead(WSODWSDDNHead):
         bg_iou_thr_lo: float = 0.0,
         refine_loss_weight: float = 1.0,
         test_with_wsddn: bool = False,
+        test_branches: list[int] | None = None,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if test_branches is not None:
+            test_branches = [int(k) for k in test_branches]
+            if not test_branches or any(not 0 <= k < num_refine for k in test_branches):
+                raise ValueError(
+                    f"test_branches={test_branches}: give indices in [0, {num_refine - 1}] "
+                    f"(num_refine={num_refine})"
+                )
+        self.test_branches = test_branches
         self.num_refine = num_refine
         self.iou_thr = iou_thr
         self.bg_iou_thr_lo = bg_iou_thr_lo
@@ -158,8 +169,9 @@ class WSODOICRHead(WSODWSDDNHead):
         x = self.roi_features(feats, proposals, proposal_scores)
         outs = self.forward(x)
         num_per_img = [len(p) for p in proposals]
+        branches = self.test_branches or range(self.num_refine)
         refine = torch.stack(
-            [F.softmax(lg, dim=1)[:, : self.num_classes] for lg in outs["refine"]]
+            [F.softmax(outs["refine"][k], dim=1)[:, : self.num_classes] for k in branches]
         ).mean(dim=0)
         scores = list(refine.split(num_per_img))
         if self.test_with_wsddn:

@@ -1,0 +1,78 @@
+"""Resume only the same run: run fingerprints and moving another run's checkpoints aside."""
+
+from __future__ import annotations
+
+import json
+
+from mmengine.config import Config
+
+from wsod.utils import runner as rn
+
+
+def make_cfg(**over):
+    cfg = Config(
+        dict(
+            model=dict(type="M", depth=2),
+            train_cfg=dict(type="IterBasedTrainLoop", max_iters=10),
+            test_dataloader=dict(batch_size=1),
+            work_dir="a",
+            randomness=dict(seed=0),
+        )
+    )
+    cfg.merge_from_dict(over)
+    return cfg
+
+
+def test_fingerprint_follows_what_training_computes(tmp_path):
+    data = tmp_path / "train.json"
+    data.write_text("[1]")
+    base = rn.run_fingerprint(make_cfg(), [data])
+    assert rn.run_fingerprint(make_cfg(), [data]) == base
+    # runtime and test-loop keys do not matter
+    assert rn.run_fingerprint(make_cfg(work_dir="b", experiment_name="x"), [data]) == base
+    assert rn.run_fingerprint(make_cfg(**{"test_dataloader.batch_size": 4}), [data]) == base
+    # the model, schedule, seed and input contents do
+    assert rn.run_fingerprint(make_cfg(**{"model.depth": 3}), [data]) != base
+    assert rn.run_fingerprint(make_cfg(**{"train_cfg.max_iters": 20}), [data]) != base
+    assert rn.run_fingerprint(make_cfg(**{"randomness.seed": 1}), [data]) != base
+    data.write_text("[2]")
+    assert rn.run_fingerprint(make_cfg(), [data]) != base
+
+
+def fake_run(work, fingerprint=None, record=None):
+    work.mkdir(parents=True, exist_ok=True)
+    for i in (1, 2):
+        (work / f"iter_{i}.pth").write_bytes(b"x")
+    (work / "last_checkpoint").write_text(str(work / "iter_2.pth"))
+    if record is not None or fingerprint is not None:
+        rec = dict(record or {}, **({"fingerprint": fingerprint} if fingerprint else {}))
+        (work / "run.json").write_text(json.dumps(rec))
+
+
+def test_resume_point(tmp_path):
+    # nothing to resume
+    assert rn.resume_point(tmp_path / "empty", tmp_path / "empty/run.json", "f") == (None, None)
+    # the same run resumes from its last checkpoint
+    fake_run(tmp_path / "same", "f")
+    last, stale = rn.resume_point(tmp_path / "same", tmp_path / "same/run.json", "f")
+    assert last.endswith("iter_2.pth") and stale is None
+    # another run: its checkpoints and run file move aside, nothing is deleted
+    work = tmp_path / "other"
+    fake_run(work, "g")
+    last, stale = rn.resume_point(work, work / "run.json", "f")
+    assert last is None and stale.parent == work / "stale"
+    assert sorted(p.name for p in stale.iterdir()) == [
+        "iter_1.pth",
+        "iter_2.pth",
+        "last_checkpoint",
+        "run.json",
+    ]
+    assert not list(work.glob("iter_*.pth")) and rn.latest_checkpoint(work) is None
+    # older run files without a fingerprint: the stage's own test decides; none: resume
+    fake_run(tmp_path / "legacy", record={"train_sha256": "s"})
+    same = lambda rec: rec["train_sha256"] == "t"  # noqa: E731
+    last, stale = rn.resume_point(tmp_path / "legacy", tmp_path / "legacy/run.json", "f", same)
+    assert last is None and stale is not None
+    fake_run(tmp_path / "norecord")
+    last, _ = rn.resume_point(tmp_path / "norecord", tmp_path / "norecord/run.json", "f")
+    assert last.endswith("iter_2.pth")
