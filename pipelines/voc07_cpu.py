@@ -8,12 +8,13 @@ rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
-# CAM black box, 4,000 steps, area weight 0.7 (the 2k config: val mAP 18.1, train CorLoc 34.3,
-# 25 min; artifacts of that run in docs/results.md). OICR/WSDDN on VOC: docs/results.md.
+# CAM black box, 4,000 steps, area weight 0.7 (measured: val mAP 21.0, train CorLoc 38.2,
+# 49 min; the 2k config: 18.1 / 34.3 / 25 min). OICR/WSDDN on VOC: docs/results.md.
 weak = dict(config='configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py', seed=0)
 denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
-# Faster R-CNN MobileNetV2-FPN, 4 epochs (measured: strong 10.9 val mAP, fsd 32.4; ~48 min each;
-# the 2-epoch config scored 6.4 / 21.1). Whole pipeline ~2 h 45 min, 3.3 GB (docs/results.md).
+# Faster R-CNN MobileNetV2-FPN, 4 epochs (measured: strong 15.1 val mAP on the 4k CAM's pseudo
+# labels (10.9 on the 2k CAM's), fsd 32.4; ~50-60 min each). Whole pipeline ~3 h 20 min,
+# 3.3 GB (docs/results.md).
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py',
     seed=0)

@@ -82,11 +82,13 @@ def test_train_resume_and_detect(voc3, tmp_path):
     from wsod.stages.strong import run
 
     work = tmp_path / "strong"
-    first = run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=1)
-    assert first["iterations"] == 1 and first["resumed_from"] is None
+    first = run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=FAST, max_iters=2)
+    assert first["iterations"] == 2 and first["resumed_from"] is None
     assert (work / "iter_1.pth").is_file() and first["outputs"] == []
 
-    # "interrupted" after 1 of 2 iterations: the rerun continues from iter_1.pth
+    # interrupted after 1 of 2 iterations (same config): the rerun continues from iter_1.pth
+    (work / "iter_2.pth").unlink()
+    (work / "last_checkpoint").write_text(str(work / "iter_1.pth"))
     out = tmp_path / "train_dets.json"
     res = run(
         DEMO_CONFIG,
