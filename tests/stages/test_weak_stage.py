@@ -137,6 +137,15 @@ def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
         run(CONFIG, tmp_path, train_split=split_path, train_proposals=tmp_path / "none.pkl")
     with pytest.raises(WeakStageError, match="no checkpoint"):
         run(CONFIG, tmp_path / "empty", infer=[(split_path, pkl, None)])
+    with pytest.raises(WeakStageError, match="no such seed file"):
+        run(
+            CONFIG,
+            tmp_path / "seeded",
+            train_split=split_path,
+            train_proposals=pkl,
+            cfg_options={"train_dataloader.dataset.seed_file": str(tmp_path / "none.json")},
+        )
+    assert not (tmp_path / "seeded" / "weak_run.json").exists()
 
 
 # --------------------------------------------------------------------------- importers

@@ -189,6 +189,11 @@ def run(
         if max_iters is not None:
             rn.set_max_iters(cfg, max_iters, error=WeakStageError)
         seed_file = cfg.train_dataloader.dataset.get("seed_file")
+        if seed_file and not Path(seed_file).is_file():
+            raise WeakStageError(
+                f"{seed_file}: no such seed file (train_dataloader.dataset.seed_file); give "
+                "another weak detector's train_dets.json"
+            )
         inputs = [train_split, train_proposals] + ([seed_file] if seed_file else [])
         fingerprint = rn.run_fingerprint(cfg, inputs)
         run_file = work_dir / "weak_run.json"
