@@ -24,9 +24,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from wsod.contracts import xywh_to_xyxy  # noqa: E402
+from wsod.utils.boxes import box_area, box_intersection, box_iou  # noqa: E402
 
 ROWS = (
     "correct",
@@ -39,29 +46,20 @@ ROWS = (
 )
 
 
-def xyxy(b) -> np.ndarray:
-    b = np.asarray(b, np.float64).reshape(-1, 4)
-    return np.concatenate([b[:, :2], b[:, :2] + b[:, 2:]], axis=1)
-
-
 def classify(box: np.ndarray, gts: np.ndarray, cover: float = 0.7) -> str:
     """The error type of one x1y1x2y2 ``box`` against the (N, 4) boxes ``gts`` of its class."""
     if len(gts) == 0:
         return "label without box"
-    lt = np.maximum(box[:2], gts[:, :2])
-    rb = np.minimum(box[2:], gts[:, 2:])
-    inter = np.clip(rb - lt, 0, None).prod(axis=1)
-    area_b = np.prod(box[2:] - box[:2])
-    area_g = np.prod(gts[:, 2:] - gts[:, :2], axis=1)
-    iou = inter / np.maximum(area_b + area_g - inter, 1e-9)
+    inter = box_intersection(box, gts)[0]
+    iou = box_iou(box, gts)[0]
     if iou.max() >= 0.5:
         return "correct"
-    held = int((inter >= cover * np.maximum(area_g, 1e-9)).sum())
+    held = int((inter >= cover * np.maximum(box_area(gts), 1e-9)).sum())
     if held >= 2:
         return "too big, 2+ objects"
     if held == 1:
         return "too big, 1 object"
-    if (inter >= cover * max(area_b, 1e-9)).any():
+    if (inter >= cover * max(box_area(box)[0], 1e-9)).any():
         return "part"
     return "misplaced" if iou.max() > 0.1 else "background"
 
@@ -71,7 +69,10 @@ def breakdown(pseudo: dict, gt: dict) -> Counter:
     for a in gt["annotations"]:
         boxes[(a["image_id"], a["category_id"])].append(a["bbox"])
     return Counter(
-        classify(xyxy(a["bbox"])[0], xyxy(boxes.get((a["image_id"], a["category_id"]), [])))
+        classify(
+            xywh_to_xyxy(a["bbox"])[0],
+            xywh_to_xyxy(boxes.get((a["image_id"], a["category_id"]), [])),
+        )
         for a in pseudo["annotations"]
     )
 

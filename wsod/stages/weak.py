@@ -199,7 +199,6 @@ def run(
         run_file = work_dir / "weak_run.json"
         resumed_from = rn.resume_point(work_dir, run_file, fingerprint)[0] if resume else None
         rn.set_resume(cfg, resumed_from)
-        work_dir.mkdir(parents=True, exist_ok=True)
         write_json_artifact(
             run_file, {"fingerprint": fingerprint, "config": str(config)}, inputs=inputs, **meta
         )

@@ -3,8 +3,9 @@
 
 Load a config and merge ``--cfg-options``; set the run's work dir, seed and launcher; resume
 from a work dir's last checkpoint when it belongs to the same run (same training config and
-inputs; another run's checkpoints are moved aside to ``<work_dir>/stale/<time>/``); train; find the checkpoint training left; detect on a split
-with ``runner.test()`` while ``WSODDumpCocoResults`` writes the detections.
+inputs; another run's checkpoints are moved aside to ``<work_dir>/stale/<time>/``); train;
+find the checkpoint training left; detect on a split with ``runner.test()`` while
+``WSODDumpCocoResults`` writes the detections.
 
 The stages keep their own checks and messages: functions that can refuse an input take the
 stage's error class (``error``) and a hint for the fix (``hint``).
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ def resume_point(
     work_dir: str | os.PathLike,
     run_file: str | os.PathLike,
     fingerprint: str,
-    legacy_same: Any = None,
+    legacy_same: Callable[[dict], bool] | None = None,
 ) -> tuple[str | None, Path | None]:
     """The checkpoint to resume from, for a run with ``fingerprint`` in ``work_dir``.
 
