@@ -215,6 +215,24 @@ def test_weight_modes():
     np.testing.assert_allclose(run1("weight", d, mode="one")["weights"], [1, 1, 1])
 
 
+def test_image_filter_drops_whole_images_with_an_unfound_class():
+    d = dets([A, B, PART], [0.5, 0.1, 0.9], [1, 2, 1])
+    # class 2's best box scores 0.1 < 0.2: the whole image goes, class 1's boxes too
+    assert len(run1("image_filter", d, min_score=0.2)["scores"]) == 0
+    assert rows(run1("image_filter", d, min_score=0.1)) == rows(d)
+    # a labelled class without any box drops the image even at min_score 0
+    assert len(run1("image_filter", d, image_labels=[1, 3])["scores"]) == 0
+    assert rows(run1("image_filter", d, image_labels=[1])) == rows(d)
+
+
+def test_image_filter_in_a_batch_drops_only_the_bad_images():
+    per_image = {5: dets([A, B], [0.9, 0.3], [1, 2]), 6: dets([A, B], [0.9, 0.05], [1, 2])}
+    images = [{"id": i, "width": 100, "height": 100, "labels": [1, 2]} for i in (5, 6)]
+    chain = build_chain([dict(type="top1"), dict(type="image_filter", min_score=0.2)])
+    out = denoise_images(per_image, images, chain)
+    assert rows(out[5]) == rows(per_image[5]) and len(out[6]["scores"]) == 0
+
+
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_strategy_handles_an_empty_image(name):
     out = run1(name, dets(np.zeros((0, 4)), [], []))
@@ -261,6 +279,7 @@ def test_batch_equals_image_by_image():
         [dict(type="mist", p=0.5, thr=0.2), dict(type="weight")],
         [dict(type="size_filter", min_side=0.1), dict(type="wbf", thr=0.3)],
         [dict(type="minmax_normalize"), dict(type="score_threshold", thr=0.7)],
+        [dict(type="top1"), dict(type="image_filter", min_score=0.5)],
     ]
     for cfg in cfgs:
         chain = build_chain(cfg)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from wsod.models.roi_heads.cam_head import WSODCAMHead, box_sums, cam_box_scores
+from wsod.models.roi_heads.cam_head import WSODCAMHead, box_sums, cam_box_scores, cam_zones
 
 
 def test_box_sums_match_direct_sums():
@@ -53,6 +53,40 @@ def test_area_weight_prefers_tighter_boxes():
     tight = cam_box_scores(cam, boxes, area_weight=2.0)[:, 0]
     assert torch.allclose(tight, torch.tensor([16 / total - 0.32, 1 - 0.48]), atol=1e-5)
     assert tight.argmax() == 0  # a = 2: it is not
+
+
+def test_power_sharpens_towards_the_peak():
+    cam = torch.zeros(1, 10, 10)
+    cam[0, 2:6, 3:7] = 1.0  # the blob
+    cam[0, 2:6, 7:9] = 0.3  # a halo to its right
+    boxes = torch.tensor([[3.0, 2.0, 7.0, 6.0], [3.0, 2.0, 9.0, 6.0]])  # blob, blob + halo
+    assert cam_box_scores(cam, boxes, area_weight=0.5)[:, 0].argmax() == 1
+    sharp = cam_box_scores(cam, boxes, area_weight=0.5, power=3.0)[:, 0]  # halo 0.3 -> 0.027
+    total = 16 + 8 * 0.3**3
+    assert torch.allclose(sharp, torch.tensor([16 / total - 0.08, 1 - 0.12]), atol=1e-5)
+    assert sharp.argmax() == 0
+
+
+def test_zones_score_each_region_alone():
+    cam = torch.zeros(1, 20, 40)
+    cam[0, 5:15, 3:13] = 1.0  # two separate regions, mass 100 each
+    cam[0, 5:15, 27:37] = 1.0
+    cam[0, 0, 0] = 0.9  # a speck: too little mass to form a zone
+    boxes = torch.tensor([[3.0, 5, 13, 15], [27, 5, 37, 15], [3, 5, 37, 15]])  # one, other, both
+    zones = cam_zones(cam[0], 0.1)
+    assert zones is not None and zones.unique().tolist() == [0, 1]
+    assert zones[10, 5] != zones[10, 30] and zones[0, 0] == zones[10, 5]  # nearest region
+    plain = cam_box_scores(cam, boxes)[:, 0]
+    assert plain.argmax() == 2  # together they hold all the mass
+    split = cam_box_scores(cam, boxes, split_zones=True)[:, 0]
+    total, area = 200.9, 800.0
+    expected = [100 / total - 100 / area, 100 / total - 100 / area, 100 / total - 340 / area]
+    assert torch.allclose(split, torch.tensor(expected).clamp(min=0), atol=1e-5)
+    assert split.argmax() in (0, 1)
+    one = torch.zeros(1, 20, 40)
+    one[0, 5:15, 3:13] = 1.0  # a single region: nothing to split, scores unchanged
+    assert cam_zones(one[0], 0.1) is None
+    assert torch.equal(cam_box_scores(one, boxes, split_zones=True), cam_box_scores(one, boxes))
 
 
 def test_classifier_learns_and_predicts():
@@ -114,8 +148,14 @@ def test_dilated_mobilenet_last_stage_keeps_stride_16():
 
 def test_proposal_scores_localise_in_input_pixels():
     """One active feature cell must select the proposal over the input region it sees."""
-    head = WSODCAMHead(num_classes=1, in_channels=1, featmap_stride=16, upsample=2,
-                       score_mode="thresholded", cam_thr=0.5)
+    head = WSODCAMHead(
+        num_classes=1,
+        in_channels=1,
+        featmap_stride=16,
+        upsample=2,
+        score_mode="thresholded",
+        cam_thr=0.5,
+    )
     with torch.no_grad():
         head.fc_cls.weight.fill_(1.0)
         head.fc_cls.bias.zero_()

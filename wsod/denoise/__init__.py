@@ -17,12 +17,14 @@ ground-truth box.
 | nms                 | nms             | class-wise NMS                                          |
 | wbf                 | fusion          | weighted fusion of overlapping same-class boxes         |
 | weight              | weight          | per-box training weight for the strong stage            |
+| image_filter        | image_filter    | drop images with a labelled class unfound (score < min)  |
 """
 
 from wsod.denoise import (  # noqa: F401  (registers the strategies)
     consistency,
     containment,
     fusion,
+    image_filter,
     mist,
     nms,
     normalize,

@@ -55,12 +55,47 @@ def box_sums(integral: Tensor, boxes: Tensor) -> Tensor:
     return s.t()
 
 
+def cam_zones(cam: Tensor, thr: float, min_share: float = 0.05) -> Tensor | None:
+    """Split one map into the zones of influence of its separate activated regions.
+
+    The regions are the 8-connected components of ``cam > thr`` holding at least ``min_share``
+    of the map's mass above ``thr``; every pixel belongs to the zone of the nearest region.
+
+    Args:
+        cam: (H, W) non-negative map.
+        thr: activation above which a pixel belongs to a region.
+        min_share: smaller regions are ignored (they join their neighbours' zones).
+
+    Returns:
+        (H, W) long zone index 0..K-1, or None when there are fewer than two regions.
+    """
+    import numpy as np
+    from scipy import ndimage
+
+    a, thr = cam.detach().cpu().numpy(), float(thr)
+    regions, n = ndimage.label(a > thr, structure=np.ones((3, 3), bool))
+    if n < 2:
+        return None
+    mass = ndimage.sum(np.clip(a - thr, 0, None), regions, index=np.arange(1, n + 1))
+    keep = np.flatnonzero(mass >= min_share * mass.sum()) + 1
+    if len(keep) < 2:
+        return None
+    lut = np.zeros(n + 1, np.int64)
+    lut[keep] = np.arange(1, len(keep) + 1)
+    regions = lut[regions]
+    _, (iy, ix) = ndimage.distance_transform_edt(regions == 0, return_indices=True)
+    return torch.from_numpy(regions[iy, ix] - 1).to(cam.device)
+
+
 def cam_box_scores(
     cam: Tensor,
     boxes: Tensor,
     mode: str = "mass_minus_area",
     thr: float = 0.2,
     area_weight: float = 1.0,
+    power: float = 1.0,
+    split_zones: bool = False,
+    min_zone_share: float = 0.05,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
@@ -71,11 +106,21 @@ def cam_box_scores(
             docstring).
         thr: the threshold ``t`` of ``thresholded`` (a fraction of each map's maximum).
         area_weight: ``a`` of ``mass_minus_area``.
+        power: maps are raised to this power first (> 1 sharpens the peaks: the blurred halo
+            around an object weighs less against the object itself).
+        split_zones: ``mass_minus_area`` only: a map with several separate regions above
+            ``a`` x its mean (the pixels the score wants inside a box) is split into their
+            zones of influence (:func:`cam_zones`) and a box is scored against each zone's
+            mass alone, keeping the best: a box holding one region scores as before, a box
+            spanning two regions loses the mass of all but one while paying for its whole area.
+        min_zone_share: regions with less of the mass above the threshold do not form a zone.
 
     Returns:
         (R, C) scores >= 0.
     """
     c, h, w = cam.shape
+    if power != 1.0:
+        cam = cam.pow(power)
     if mode == "thresholded":
         shifted = cam - thr
         integral = F.pad(shifted.cumsum(1).cumsum(2), (1, 0, 1, 0))
@@ -89,7 +134,17 @@ def cam_box_scores(
     bh = (b[:, 3].clamp(max=h) - b[:, 1].clamp(max=h)).clamp(min=0)
     area = (bw * bh)[:, None]
     if mode == "mass_minus_area":
-        score = inside / total - area_weight * area / float(h * w)
+        penalty = area_weight * area / float(h * w)
+        score = inside / total - penalty
+        if split_zones:
+            for k in range(c):
+                zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
+                if zones is None:
+                    continue
+                masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
+                zint = F.pad(masked.cumsum(1).cumsum(2), (1, 0, 1, 0))
+                per_zone = box_sums(zint, boxes) / total[k] - penalty  # (R, K)
+                score[:, k] = per_zone.max(dim=1).values
     elif mode == "mean_in_out":
         outside = total - inside
         score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
@@ -111,6 +166,9 @@ class WSODCAMHead(BaseModule):
         score_mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded``.
         cam_thr: threshold of ``thresholded`` (fraction of each CAM's maximum).
         area_weight: area penalty of ``mass_minus_area`` (> 1: tighter boxes).
+        cam_power: normalised CAMs are raised to this power before scoring (1: as they are).
+        split_zones: score boxes against each separate activated region's zone
+            (:func:`cam_box_scores`).
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
@@ -125,6 +183,9 @@ class WSODCAMHead(BaseModule):
         score_mode: str = "mass_minus_area",
         cam_thr: float = 0.2,
         area_weight: float = 1.0,
+        cam_power: float = 1.0,
+        split_zones: bool = False,
+        min_zone_share: float = 0.05,
         upsample: int = 4,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
@@ -136,6 +197,9 @@ class WSODCAMHead(BaseModule):
         self.score_mode = score_mode
         self.cam_thr = cam_thr
         self.area_weight = area_weight
+        self.cam_power = cam_power
+        self.split_zones = split_zones
+        self.min_zone_share = min_zone_share
         self.upsample = upsample
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -186,7 +250,14 @@ class WSODCAMHead(BaseModule):
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
             box_scores = cam_box_scores(
-                cam, boxes / scale, self.score_mode, self.cam_thr, self.area_weight
+                cam,
+                boxes / scale,
+                self.score_mode,
+                self.cam_thr,
+                self.area_weight,
+                self.cam_power,
+                self.split_zones,
+                self.min_zone_share,
             )
             out.append(box_scores * probs[i])
         return out
