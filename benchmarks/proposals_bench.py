@@ -93,10 +93,17 @@ def recall(props: dict, gts: dict[str, np.ndarray]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--voc-root", default=str(ROOT.parent / "shared/data/VOCdevkit/VOC2007"))
-    ap.add_argument("--num", type=int, default=None,
-                    help="number of val images (first N) [100; all with --proposals]")
-    ap.add_argument("--proposals", metavar="PKL",
-                    help="score this proposal file (its VOC images) instead of generating")
+    ap.add_argument(
+        "--num",
+        type=int,
+        default=None,
+        help="number of val images (first N) [100; all with --proposals]",
+    )
+    ap.add_argument(
+        "--proposals",
+        metavar="PKL",
+        help="score this proposal file (its VOC images) instead of generating",
+    )
     ap.add_argument("--methods", nargs="+", default=["selective_search", "edge_boxes"])
     ap.add_argument("--resize", type=int, default=None)
     ap.add_argument("--max-boxes", type=int, default=2000)

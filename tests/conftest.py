@@ -24,7 +24,8 @@ def voc_root() -> Path:
     root = _voc_root()
     if not (root / "ImageSets" / "Main" / "train.txt").is_file():
         raise FileNotFoundError(
-            f"{root}: real VOC 2007 data not found; the tests need it (set WSOD_VOC_ROOT)")
+            f"{root}: real VOC 2007 data not found; the tests need it (set WSOD_VOC_ROOT)"
+        )
     return root
 
 

@@ -13,8 +13,9 @@ from wsod.cli import STAGES, build_parser, main
 
 
 def test_python_m_wsod_lists_every_stage():
-    out = subprocess.run([sys.executable, "-m", "wsod", "--help"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "wsod", "--help"], capture_output=True, text=True, check=True
+    ).stdout
     for stage in STAGES:
         assert stage in out
 
@@ -40,8 +41,17 @@ def test_each_stage_calls_its_run(stage):
 
 
 def test_errors_are_one_line_and_exit_1(tmp_path, capsys):
-    rc = main(["evaluate", "--gt", str(tmp_path / "missing_gt.json"), "--detections",
-               f"weak={tmp_path / 'missing.json'}", "--out", str(tmp_path / "m.json")])
+    rc = main(
+        [
+            "evaluate",
+            "--gt",
+            str(tmp_path / "missing_gt.json"),
+            "--detections",
+            f"weak={tmp_path / 'missing.json'}",
+            "--out",
+            str(tmp_path / "m.json"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 1
     assert len(err.splitlines()) == 1
@@ -55,8 +65,19 @@ def test_pipeline_fills_options_not_given(tmp_path, monkeypatch):
     monkeypatch.setattr(denoise, "run", lambda *a, **k: seen.update(k, args=a) or {})
     pipe = tmp_path / "p.py"
     pipe.write_text("denoise = dict(min_score=0.25, out='from_pipeline.json')\n")
-    rc = main(["denoise", "--pipeline", str(pipe), "--detections", "d.json", "--split", "s.json",
-               "--out", "given.json"])
+    rc = main(
+        [
+            "denoise",
+            "--pipeline",
+            str(pipe),
+            "--detections",
+            "d.json",
+            "--split",
+            "s.json",
+            "--out",
+            "given.json",
+        ]
+    )
     assert rc == 0
     flat = {**seen, **dict(enumerate(seen.pop("args")))}
     assert 0.25 in flat.values(), "pipeline value used for an option not given"

@@ -17,8 +17,9 @@ def _split():
     return {
         "info": {"data_root": "/d", "split": "train"},
         "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
-        "images": [{"id": 5, "file_name": "JPEGImages/000005.jpg", "width": 10, "height": 8,
-                    "labels": [1]}],
+        "images": [
+            {"id": 5, "file_name": "JPEGImages/000005.jpg", "width": 10, "height": 8, "labels": [1]}
+        ],
     }
 
 
@@ -52,8 +53,9 @@ def test_box_conversions_round_trip():
 
 
 def test_detections_validate_against_split_and_group():
-    dets = make_detections(5, np.array([[0, 0, 4, 4], [1, 1, 3, 5]]), np.array([0.9, 0.2]),
-                           np.array([1, 2]))
+    dets = make_detections(
+        5, np.array([[0, 0, 4, 4], [1, 1, 3, 5]]), np.array([0.9, 0.2]), np.array([1, 2])
+    )
     validate_detections(dets, _split())
     g = detections_by_image(dets)
     assert np.allclose(g[5]["bboxes"], [[0, 0, 4, 4], [1, 1, 3, 5]])
@@ -66,8 +68,12 @@ def test_detections_validate_against_split_and_group():
 
 
 def test_proposals_contract():
-    ok = {"JPEGImages/1.jpg": {"bboxes": np.zeros((2, 4), np.float32),
-                               "scores": np.ones(2, np.float32)}}
+    ok = {
+        "JPEGImages/1.jpg": {
+            "bboxes": np.zeros((2, 4), np.float32),
+            "scores": np.ones(2, np.float32),
+        }
+    }
     validate_proposals(ok, file_names=["JPEGImages/1.jpg"])
     with pytest.raises(ContractError, match="have no proposals"):
         validate_proposals(ok, file_names=["JPEGImages/2.jpg"])

@@ -35,8 +35,9 @@ def test_roi_align_matches_torchvision():
     boxes, _ = _boxes(40, seed=2)
     rois = torch.cat([torch.randint(0, 2, (40, 1), generator=g).float(), boxes / 4], 1)
     ours = RoIAlign((7, 7), spatial_scale=0.25, sampling_ratio=2, aligned=True)(feats, rois)
-    ref = torchvision.ops.roi_align(feats, rois, (7, 7), spatial_scale=0.25, sampling_ratio=2,
-                                    aligned=True)
+    ref = torchvision.ops.roi_align(
+        feats, rois, (7, 7), spatial_scale=0.25, sampling_ratio=2, aligned=True
+    )
     assert ours.shape == (40, 8, 7, 7)
     assert torch.allclose(ours, ref, atol=1e-5)
 

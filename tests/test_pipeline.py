@@ -33,19 +33,31 @@ def test_stamps_change_only_for_the_edited_section(tmp_path):
     p.write_text(PIPE)
     stamps = tmp_path / "stamps"
     first = write_section_stamps(p, stamps)
-    assert {s.stem for s in first} == {"data", "proposals", "weak", "denoise", "strong",
-                                        "evaluate", "report"}
-    assert json.loads((stamps / "weak.json").read_text()) == {"config": "configs/cam/a.py",
-                                                              "seed": 0}
+    assert {s.stem for s in first} == {
+        "data",
+        "proposals",
+        "weak",
+        "denoise",
+        "strong",
+        "evaluate",
+        "report",
+    }
+    assert json.loads((stamps / "weak.json").read_text()) == {
+        "config": "configs/cam/a.py",
+        "seed": 0,
+    }
     assert json.loads((stamps / "denoise.json").read_text()) is None  # section absent
     old = {s.name: s.stat().st_mtime_ns for s in stamps.iterdir()}
     for s in stamps.iterdir():  # make the old stamps clearly older
         os.utime(s, ns=(old[s.name] - 10**9, old[s.name] - 10**9))
     old = {s.name: s.stat().st_mtime_ns for s in stamps.iterdir()}
     assert write_section_stamps(p, stamps) == []  # unchanged file: nothing rewritten
-    p.write_text(PIPE.replace("seed=0)\n\"\"\"", "").replace(
-        "strong = dict(config='configs/faster_rcnn/b.py', seed=0)",
-        "strong = dict(config='configs/faster_rcnn/b.py', seed=1)"))
+    p.write_text(
+        PIPE.replace('seed=0)\n"""', "").replace(
+            "strong = dict(config='configs/faster_rcnn/b.py', seed=0)",
+            "strong = dict(config='configs/faster_rcnn/b.py', seed=1)",
+        )
+    )
     changed = write_section_stamps(p, stamps)
     assert [s.name for s in changed] == ["strong.json"]
     new = {s.name: s.stat().st_mtime_ns for s in stamps.iterdir()}
@@ -57,7 +69,19 @@ def test_module_cli_writes_stamps_and_prints_values(tmp_path):
     p = tmp_path / "pipe.py"
     p.write_text(PIPE)
     out = subprocess.run(
-        [sys.executable, "-m", "wsod.pipeline", str(p), "--stamps", str(tmp_path / "s"),
-         "weak.config=-", "rounds=0"], capture_output=True, text=True, check=True).stdout
+        [
+            sys.executable,
+            "-m",
+            "wsod.pipeline",
+            str(p),
+            "--stamps",
+            str(tmp_path / "s"),
+            "weak.config=-",
+            "rounds=0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.split() == ["configs/cam/a.py", "0"]
     assert (tmp_path / "s" / "proposals.json").is_file()

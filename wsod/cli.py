@@ -23,21 +23,31 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="wsod", formatter_class=_Formatter,
+        prog="wsod",
+        formatter_class=_Formatter,
         description="Weakly supervised object detection: image-level labels in, an mmdetection "
-                    "detector out.\nStages: " + " -> ".join(STAGES),
+        "detector out.\nStages: " + " -> ".join(STAGES),
         epilog="Run `wsod <stage> --help` for a stage's options and examples; "
-               "`make help` for the pipeline targets.")
+        "`make help` for the pipeline targets.",
+    )
     from wsod import __version__
 
     parser.add_argument("--version", action="version", version=f"wsod {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="<stage>", required=True)
     for name in STAGES:
         mod = importlib.import_module(f"wsod.commands.{name}")
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP, epilog=mod.EXAMPLES,
-                           formatter_class=_Formatter)
-        p.add_argument("--pipeline", metavar="FILE",
-                       help=f"pipeline file whose '{name}' section supplies options not given here")
+        p = sub.add_parser(
+            name,
+            help=mod.HELP,
+            description=mod.HELP,
+            epilog=mod.EXAMPLES,
+            formatter_class=_Formatter,
+        )
+        p.add_argument(
+            "--pipeline",
+            metavar="FILE",
+            help=f"pipeline file whose '{name}' section supplies options not given here",
+        )
         p.add_argument("--debug", action="store_true", help="show the full traceback on error")
         mod.add_arguments(p)
     return parser
@@ -63,8 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         mod = importlib.import_module(f"wsod.commands.{args.command}")
         return int(mod.execute(args) or 0)
     except KeyboardInterrupt:
-        print(f"wsod {args.command}: interrupted; rerun the same command to resume",
-              file=sys.stderr)
+        print(
+            f"wsod {args.command}: interrupted; rerun the same command to resume", file=sys.stderr
+        )
         return 130
     except Exception as e:  # noqa: BLE001 - the CLI's contract is one line + exit 1
         if args.debug:

@@ -75,8 +75,11 @@ def validate_split(split: Any, where: str = "split") -> dict:
     if not isinstance(split, Mapping):
         _fail(where, "a split must be a json object")
     if "annotations" in split:
-        _fail(where, "a weak-label split must not contain 'annotations' (boxes belong in the "
-                     "eval-only <split>_gt.json); regenerate it with `wsod data`")
+        _fail(
+            where,
+            "a weak-label split must not contain 'annotations' (boxes belong in the "
+            "eval-only <split>_gt.json); regenerate it with `wsod data`",
+        )
     for key in ("images", "categories", "info"):
         if key not in split:
             _fail(where, f"missing key '{key}'; regenerate it with `wsod data`")
@@ -119,7 +122,9 @@ def validate_gt(gt: Any, where: str = "ground truth") -> dict:
             _fail(where, f"annotation {a.get('id')} has unknown category {a.get('category_id')}")
         bbox = a.get("bbox")
         if not isinstance(bbox, list) or len(bbox) != 4 or bbox[2] < 0 or bbox[3] < 0:
-            _fail(where, f"annotation {a.get('id')} has a bad bbox {bbox!r} (want x, y, w>=0, h>=0)")
+            _fail(
+                where, f"annotation {a.get('id')} has a bad bbox {bbox!r} (want x, y, w>=0, h>=0)"
+            )
     return dict(gt)
 
 
@@ -139,8 +144,12 @@ def validate_detections(dets: Any, split: Mapping | None = None, where: str = "d
         score = np.fromiter((d["score"] for d in dets), dtype=np.float64, count=len(dets))
         box = np.array([d["bbox"] for d in dets], dtype=np.float64)
     except (KeyError, TypeError) as e:
-        bad = next(i for i, d in enumerate(dets) if not isinstance(d, Mapping)
-                   or not {"image_id", "category_id", "bbox", "score"} <= d.keys())
+        bad = next(
+            i
+            for i, d in enumerate(dets)
+            if not isinstance(d, Mapping)
+            or not {"image_id", "category_id", "bbox", "score"} <= d.keys()
+        )
         _fail(where, f"entry {bad} lacks one of image_id, category_id, bbox, score ({e!r})")
     except ValueError:
         bad = next(i for i, d in enumerate(dets) if np.shape(d["bbox"]) != (4,))
@@ -182,13 +191,18 @@ def detections_by_image(dets: Iterable[Mapping]) -> dict[int, dict[str, np.ndarr
     return out
 
 
-def make_detections(image_id: int, bboxes: np.ndarray, scores: np.ndarray,
-                    labels: np.ndarray) -> list[dict]:
+def make_detections(
+    image_id: int, bboxes: np.ndarray, scores: np.ndarray, labels: np.ndarray
+) -> list[dict]:
     """Arrays (x1y1x2y2) of one image -> COCO results entries (xywh, rounded to 0.01 px)."""
     xywh = xyxy_to_xywh(bboxes)
     return [
-        {"image_id": int(image_id), "category_id": int(c), "bbox": [round(float(v), 2) for v in b],
-         "score": round(float(s), 6)}
+        {
+            "image_id": int(image_id),
+            "category_id": int(c),
+            "bbox": [round(float(v), 2) for v in b],
+            "score": round(float(s), 6),
+        }
         for b, s, c in zip(xywh, np.asarray(scores), np.asarray(labels), strict=True)
     ]
 
@@ -204,8 +218,9 @@ def validate_pseudo_labels(pl: Any, where: str = "pseudo labels") -> dict:
 
 
 # --------------------------------------------------------------------------- proposals
-def validate_proposals(props: Any, where: str = "proposals",
-                       file_names: Iterable[str] | None = None) -> dict:
+def validate_proposals(
+    props: Any, where: str = "proposals", file_names: Iterable[str] | None = None
+) -> dict:
     """Check the mmdet proposal contract; with ``file_names``, every image must have an entry."""
     if not isinstance(props, Mapping):
         _fail(where, "proposals must be a dict keyed by image file name")

@@ -75,5 +75,7 @@ if __name__ == "__main__":  # python -m wsod.pipeline FILE [--stamps DIR] KEY=DE
         write_section_stamps(args[0], args[2])
         args = [args[0], *args[3:]]
     if len(args) < 2:
-        sys.exit("usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] DOTTED.KEY=DEFAULT ...")
+        sys.exit(
+            "usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] DOTTED.KEY=DEFAULT ..."
+        )
     print(" ".join(get_value(args[0], *arg.split("=", 1)) for arg in args[1:]))

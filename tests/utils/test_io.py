@@ -24,8 +24,9 @@ def test_json_artifact_and_meta(tmp_path):
     inp = tmp_path / "in.txt"
     inp.write_text("hello")
     out = tmp_path / "x.json"
-    write_json_artifact(out, {"a": 1}, stage="unit", config={"k": (1, 2)}, inputs=[inp], seed=3,
-                        started=0.0)
+    write_json_artifact(
+        out, {"a": 1}, stage="unit", config={"k": (1, 2)}, inputs=[inp], seed=3, started=0.0
+    )
     assert json.loads(out.read_text()) == {"a": 1}
     meta = json.loads((tmp_path / "x.json.meta.json").read_text())
     assert meta["stage"] == "unit"
@@ -33,7 +34,8 @@ def test_json_artifact_and_meta(tmp_path):
     assert meta["config"] == {"k": [1, 2]}
     # sha256 of b"hello"
     assert meta["inputs_sha256"][str(inp)] == (
-        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824")
+        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    )
     assert meta["packages"]["numpy"]
     assert meta["wall_time_s"] > 0
     # a python process holding numpy holds more than 10 MB and far less than 100 GB

@@ -29,14 +29,22 @@ class _Model(BaseModel):
 
 def _runner(work_dir, max_iters, resume):
     return Runner(
-        model=_Model(), work_dir=str(work_dir), experiment_name=f"it{max_iters}",
-        train_dataloader=dict(dataset=_Data(), sampler=dict(type="DefaultSampler", shuffle=True),
-                              batch_size=2, collate_fn=dict(type="default_collate")),
+        model=_Model(),
+        work_dir=str(work_dir),
+        experiment_name=f"it{max_iters}",
+        train_dataloader=dict(
+            dataset=_Data(),
+            sampler=dict(type="DefaultSampler", shuffle=True),
+            batch_size=2,
+            collate_fn=dict(type="default_collate"),
+        ),
         optim_wrapper=dict(optimizer=dict(type="SGD", lr=0.01)),
         param_scheduler=dict(type="MultiStepLR", milestones=[1], by_epoch=False),
         train_cfg=dict(by_epoch=False, max_iters=max_iters),
         default_hooks=dict(checkpoint=dict(type="CheckpointHook", interval=1, by_epoch=False)),
-        resume=resume, randomness=dict(seed=0))
+        resume=resume,
+        randomness=dict(seed=0),
+    )
 
 
 def test_checkpoint_needs_exactly_the_allow_list(tmp_path):
@@ -46,7 +54,8 @@ def test_checkpoint_needs_exactly_the_allow_list(tmp_path):
     torch.serialization.clear_safe_globals()
     try:
         unsafe = set(
-            torch.serialization.get_unsafe_globals_in_checkpoint(str(tmp_path / "iter_1.pth")))
+            torch.serialization.get_unsafe_globals_in_checkpoint(str(tmp_path / "iter_1.pth"))
+        )
     finally:
         torch.serialization.add_safe_globals(saved)
     allowed = {f"{g.__module__}.{g.__qualname__}" for g in mmengine_safe_globals()}

@@ -31,8 +31,15 @@ class WSODDumpCocoResults(BaseMetric):
 
     default_prefix = "dump"
 
-    def __init__(self, out_file: str, score_thr: float = 0.0, max_per_image: int = 300,
-                 meta: dict | None = None, collect_device: str = "cpu", prefix: str | None = None):
+    def __init__(
+        self,
+        out_file: str,
+        score_thr: float = 0.0,
+        max_per_image: int = 300,
+        meta: dict | None = None,
+        collect_device: str = "cpu",
+        prefix: str | None = None,
+    ):
         super().__init__(collect_device=collect_device, prefix=prefix)
         self.out_file = out_file
         self.score_thr = score_thr
@@ -49,8 +56,9 @@ class WSODDumpCocoResults(BaseMetric):
             keep = np.flatnonzero(scores >= self.score_thr)
             keep = keep[np.argsort(-scores[keep], kind="stable")][: self.max_per_image]
             # one entry per image: mmengine trims ``results`` to the dataset length
-            self.results.append(make_detections(sample["img_id"], boxes[keep], scores[keep],
-                                                labels[keep] + 1))
+            self.results.append(
+                make_detections(sample["img_id"], boxes[keep], scores[keep], labels[keep] + 1)
+            )
 
     def compute_metrics(self, results: list) -> dict:
         results = [d for per_image in results for d in per_image]

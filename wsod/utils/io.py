@@ -23,8 +23,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-_PACKAGES = ("wsod", "torch", "torchvision", "mmcv", "mmdet", "mmengine", "numpy",
-             "pycocotools", "opencv-contrib-python-headless")
+_PACKAGES = (
+    "wsod",
+    "torch",
+    "torchvision",
+    "mmcv",
+    "mmdet",
+    "mmengine",
+    "numpy",
+    "pycocotools",
+    "opencv-contrib-python-headless",
+)
 
 
 class ArtifactError(RuntimeError):
@@ -85,11 +94,19 @@ def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 def git_commit() -> str | None:
     here = Path(__file__).resolve().parents[2]
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--", "wsod",
-                                "configs", "pipelines"], capture_output=True, text=True,
-                               timeout=5).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "wsod", "configs", "pipelines"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return out + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
@@ -129,9 +146,16 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
-def write_meta(path: str | os.PathLike, *, stage: str, config: Mapping | None = None,
-               inputs: Iterable[str | os.PathLike] = (), seed: int | None = None,
-               started: float | None = None, extra: Mapping | None = None) -> Path:
+def write_meta(
+    path: str | os.PathLike,
+    *,
+    stage: str,
+    config: Mapping | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
+    seed: int | None = None,
+    started: float | None = None,
+    extra: Mapping | None = None,
+) -> Path:
     """Write ``<path>.meta.json`` describing how ``path`` was made. Returns the sidecar path."""
     meta_path = Path(f"{path}.meta.json")
     inputs_info = {}
@@ -165,8 +189,9 @@ def write_artifact(path: str | os.PathLike, writer: Callable[[Path], None], **me
     return Path(path)
 
 
-def write_json_artifact(path: str | os.PathLike, obj: Any, indent: int | None = None,
-                        **meta: Any) -> Path:
+def write_json_artifact(
+    path: str | os.PathLike, obj: Any, indent: int | None = None, **meta: Any
+) -> Path:
     def _w(tmp: Path) -> None:
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=indent)

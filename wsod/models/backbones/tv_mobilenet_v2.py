@@ -43,7 +43,11 @@ class WSODMobileNetV2(BaseModule):
     """
 
     def __init__(
-        self, out_indices=(3, 4), frozen_stages=-1, norm_eval=True, dilate_last=False,
+        self,
+        out_indices=(3, 4),
+        frozen_stages=-1,
+        norm_eval=True,
+        dilate_last=False,
         init_cfg=None,
     ):
         super().__init__(init_cfg=init_cfg)
@@ -58,9 +62,11 @@ class WSODMobileNetV2(BaseModule):
         self._freeze_stages()
 
     def init_weights(self):
-        ckpt = (self.init_cfg or {}).get("checkpoint", "") if isinstance(self.init_cfg, dict) else ""
+        ckpt = (
+            (self.init_cfg or {}).get("checkpoint", "") if isinstance(self.init_cfg, dict) else ""
+        )
         if isinstance(ckpt, str) and ckpt.startswith("torchvision://"):
-            ensure_torchvision_checkpoint(ckpt[len("torchvision://"):])
+            ensure_torchvision_checkpoint(ckpt[len("torchvision://") :])
         super().init_weights()
 
     def _dilate_last_stage(self):
