@@ -39,6 +39,25 @@ def test_fingerprint_follows_what_training_computes(tmp_path):
     assert rn.run_fingerprint(make_cfg(), [data]) != base
 
 
+def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
+    data = tmp_path / "train.json"
+    data.write_text("[1]")
+    cfg = make_cfg(**{"model.roi_head": dict(type="H", test_cfg=dict(nms=0.3))})
+    base = rn.run_fingerprint(cfg, [data])
+    assert base.startswith("v2:")
+    for change in (
+        {"model.roi_head.test_cfg.nms": 0.5},
+        {"model.test_cfg": dict(flip=True, scales=[0.75, 1.0])},
+    ):
+        changed = make_cfg(**{"model.roi_head": dict(type="H", test_cfg=dict(nms=0.3))}, **change)
+        assert rn.run_fingerprint(changed, [data]) == base, change
+        # version 1 (run files of older versions) counted them
+        assert rn.run_fingerprint(changed, [data], version=1) != rn.run_fingerprint(
+            cfg, [data], version=1
+        )
+    assert rn.run_fingerprint(make_cfg(**{"model.roi_head.type": "G"}), [data]) != base
+
+
 def fake_run(work, fingerprint=None, record=None):
     work.mkdir(parents=True, exist_ok=True)
     for i in (1, 2):
@@ -73,6 +92,10 @@ def test_resume_point(tmp_path):
     same = lambda rec: rec["train_sha256"] == "t"  # noqa: E731
     last, stale = rn.resume_point(tmp_path / "legacy", tmp_path / "legacy/run.json", "f", same)
     assert last is None and stale is not None
+    # a run file of an older version holds the version-1 fingerprint: still the same run
+    fake_run(tmp_path / "v1", "h")
+    last, stale = rn.resume_point(tmp_path / "v1", tmp_path / "v1/run.json", "v2:f", None, "h")
+    assert last.endswith("iter_2.pth") and stale is None
     fake_run(tmp_path / "norecord")
     last, _ = rn.resume_point(tmp_path / "norecord", tmp_path / "norecord/run.json", "f")
     assert last.endswith("iter_2.pth")

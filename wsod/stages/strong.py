@@ -281,11 +281,20 @@ def run(
 
     run_file = work_dir / "strong_run.json"  # one per work dir: checkpoints are shared
     ann_sha = _sha_of(train_ann)
-    fingerprint = hashlib.sha256((rn.run_fingerprint(cfg, []) + ann_sha).encode()).hexdigest()
+
+    def fingerprint_of(version: int) -> str:  # the config's and the training boxes'
+        h = hashlib.sha256((rn.run_fingerprint(cfg, [], version=version) + ann_sha).encode())
+        return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
+
+    fingerprint = fingerprint_of(rn.FINGERPRINT_VERSION)
     last = None
     if resume:  # another run's checkpoints (other boxes, config or seed) are moved aside
         last, _ = rn.resume_point(
-            work_dir, run_file, fingerprint, lambda rec: rec.get("train_sha256") == ann_sha
+            work_dir,
+            run_file,
+            fingerprint,
+            lambda rec: rec.get("train_sha256") == ann_sha,
+            fingerprint_of(1),
         )
     rn.set_resume(cfg, last)
 

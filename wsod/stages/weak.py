@@ -197,7 +197,10 @@ def run(
         inputs = [train_split, train_proposals] + ([seed_file] if seed_file else [])
         fingerprint = rn.run_fingerprint(cfg, inputs)
         run_file = work_dir / "weak_run.json"
-        resumed_from = rn.resume_point(work_dir, run_file, fingerprint)[0] if resume else None
+        resumed_from = None
+        if resume:
+            legacy = rn.run_fingerprint(cfg, inputs, version=1)
+            resumed_from = rn.resume_point(work_dir, run_file, fingerprint, None, legacy)[0]
         rn.set_resume(cfg, resumed_from)
         write_json_artifact(
             run_file, {"fingerprint": fingerprint, "config": str(config)}, inputs=inputs, **meta

@@ -108,18 +108,42 @@ RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher"
 """Config keys that do not change what a training run computes (left out of its fingerprint)."""
 
 
-def run_fingerprint(cfg: Any, inputs: Sequence[str | os.PathLike]) -> str:
+FINGERPRINT_VERSION = 2
+"""Version 2 leaves the model's ``test_cfg`` out; version 1 (run files of older versions) kept it."""
+
+
+def without_test_cfg(obj: Any) -> Any:
+    """A copy of a (nested) dict/list with every ``test_cfg`` key dropped: mmdet models keep
+    their inference-only settings (NMS, score thresholds, test-time augmentation) there."""
+    if isinstance(obj, Mapping):
+        return {k: without_test_cfg(v) for k, v in obj.items() if k != "test_cfg"}
+    if isinstance(obj, list | tuple):
+        return [without_test_cfg(v) for v in obj]
+    return obj
+
+
+def run_fingerprint(
+    cfg: Any, inputs: Sequence[str | os.PathLike], *, version: int = FINGERPRINT_VERSION
+) -> str:
     """SHA-256 of what a training run computes: the training config (without the eval/test
-    loops and :data:`RUNTIME_KEYS`; with the seed) and the contents of its input files."""
+    loops, the model's ``test_cfg`` and :data:`RUNTIME_KEYS`; with the seed) and the contents
+    of its input files. Changing inference-only settings therefore never retrains.
+
+    Args:
+        version: 2 (current; returned as ``'v2:<hex>'``) or 1 (plain hex, the model's
+            ``test_cfg`` included): what run files written by older versions hold.
+    """
     from wsod.utils.io import file_sha256
 
     train = without(cfg, EVAL_KEYS + TEST_KEYS).to_dict()
     for key in RUNTIME_KEYS:
         train.pop(key, None)
+    if version >= 2 and "model" in train:
+        train["model"] = without_test_cfg(train["model"])
     h = hashlib.sha256(json.dumps(train, sort_keys=True, default=repr).encode())
     for path in inputs:
         h.update(file_sha256(path).encode())
-    return h.hexdigest()
+    return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
 
 
 def resume_point(
@@ -127,6 +151,7 @@ def resume_point(
     run_file: str | os.PathLike,
     fingerprint: str,
     legacy_same: Callable[[dict], bool] | None = None,
+    legacy_fingerprint: str | None = None,
 ) -> tuple[str | None, Path | None]:
     """The checkpoint to resume from, for a run with ``fingerprint`` in ``work_dir``.
 
@@ -142,6 +167,8 @@ def resume_point(
         fingerprint: :func:`run_fingerprint` of the run about to train.
         legacy_same: for a run file without a fingerprint (older versions): a callable
             ``record -> bool`` saying whether it is the same run (default: it is).
+        legacy_fingerprint: the run's fingerprint as older versions computed it (version 1 of
+            :func:`run_fingerprint`); a run file holding it is the same run.
 
     Returns:
         ``(checkpoint or None, the folder the stale run was moved to or None)``.
@@ -154,7 +181,7 @@ def resume_point(
         return None, None
     record = read_json(run_file) if run_file.is_file() else {}
     if "fingerprint" in record:
-        same = record["fingerprint"] == fingerprint
+        same = record["fingerprint"] in {fingerprint, legacy_fingerprint}
     else:
         same = legacy_same(record) if (legacy_same and record) else True
     if same:
