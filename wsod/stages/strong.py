@@ -284,7 +284,7 @@ def run(
 
     def fingerprint_of(version: int) -> str:  # the config's and the training boxes'
         h = hashlib.sha256((rn.run_fingerprint(cfg, [], version=version) + ann_sha).encode())
-        return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
+        return rn.versioned_digest(h, version)
 
     fingerprint = fingerprint_of(rn.FINGERPRINT_VERSION)
     last = None

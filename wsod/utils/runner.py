@@ -122,6 +122,11 @@ def without_test_cfg(obj: Any) -> Any:
     return obj
 
 
+def versioned_digest(h: Any, version: int) -> str:
+    """A fingerprint's text: ``'v<version>:<hex>'``, or the plain hex of version 1."""
+    return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
+
+
 def run_fingerprint(
     cfg: Any, inputs: Sequence[str | os.PathLike], *, version: int = FINGERPRINT_VERSION
 ) -> str:
@@ -143,7 +148,7 @@ def run_fingerprint(
     h = hashlib.sha256(json.dumps(train, sort_keys=True, default=repr).encode())
     for path in inputs:
         h.update(file_sha256(path).encode())
-    return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
+    return versioned_digest(h, version)
 
 
 def resume_point(

@@ -12,7 +12,8 @@ scores of branch k - 1 (branch 0: the WSDDN proposal scores), all detached:
 * loss = sum_r w_r * CE(branch_k(r), label_r) / R, averaged over images.
 
 Inference scores (R, C) = mean over branches (or ``test_branches``) of softmax[:, :C]
-(optionally averaged with the WSDDN scores), then per-class NMS. Boxes are x1y1x2y2 in input pixels inside the model.
+(optionally averaged with the WSDDN scores), then per-class NMS. Boxes are x1y1x2y2 in input
+pixels inside the model.
 """
 
 from __future__ import annotations
