@@ -19,17 +19,20 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
-# Four pipeline values, read in one call with the venv's python (empty before `make setup`).
+# Five pipeline values, read in one call with the venv's python (empty before `make setup`).
 # The same call writes $(RUN)/.pipeline/<stage>.json, rewritten only when that stage's section
 # changes: stage rules depend on their stamp, so editing the strong settings does not rerun
 # proposals.
 STAMPS := $(RUN)/.pipeline
 PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
-    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 2>/dev/null))
+    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 fsd_config=- 2>/dev/null))
 WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
 STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
 FSD ?= $(word 3,$(PIPE_VALUES))
+# The reference's config: the pipeline's fsd_config when given (a strong config whose extra
+# settings only act on pseudo labels, e.g. ignore regions, need not retrain it), else strong's.
+FSD_CONFIG := $(or $(filter-out -,$(word 5,$(PIPE_VALUES))),$(STRONG_CONFIG))
 # Self-training rounds after the first strong detector: round r re-labels train with the
 # detector of round r-1, de-noises its boxes again and trains the next detector.
 ROUNDS ?= $(or $(word 4,$(PIPE_VALUES)),0)
@@ -134,9 +137,10 @@ $(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_
 	    --infer $(DATA)/val.json:$@
 
 fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
-$(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json
+$(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(FSD_CONFIG) $(STAMPS)/strong.json \
+		$(STAMPS)/fsd_config.json
 	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
-	    --infer $(DATA)/val.json:$@
+	    --config $(FSD_CONFIG) --infer $(DATA)/val.json:$@
 
 # Round r (1..ROUNDS) lives in $(RUN)/round<r>/: train_dets.json (the previous strong detector on
 # train), pseudo_train.json (de-noised again) and strong/ (the next detector).

@@ -72,3 +72,22 @@ def test_self_training_rounds_chain_detector_relabel_denoise_retrain(tmp_path):
     assert f"strong_round2={run}/round2/strong/val_dets.json" in lines[evaluate]
     # no rounds by default: the demo pipeline trains one strong detector
     assert "round1" not in _dry_run(tmp_path)
+
+
+def test_fsd_reference_uses_fsd_config_or_the_strong_config(tmp_path):
+    def fsd_command(pipeline):
+        out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={pipeline}", "FSD=1"))
+        return next(ln for ln in out.splitlines() if "--fully-supervised-gt" in ln)
+
+    # the demo pipeline has no fsd_config: the reference trains with the strong config
+    demo_strong = subprocess.run(
+        [".venv/bin/python", "-m", "wsod.pipeline", "pipelines/demo.py", "strong.config=-"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0]
+    assert f"--config {demo_strong} " in fsd_command("pipelines/demo.py")
+    # the VOC pipeline trains its strong detector with ignore regions, the reference without
+    voc = fsd_command("pipelines/voc07_cpu.py")
+    assert "--config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo" in voc

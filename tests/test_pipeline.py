@@ -39,6 +39,7 @@ def test_stamps_change_only_for_the_edited_section(tmp_path):
         "weak",
         "denoise",
         "strong",
+        "fsd_config",
         "evaluate",
         "report",
     }

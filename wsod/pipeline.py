@@ -8,6 +8,8 @@ A pipeline names which configs and parameters each stage uses, one dict per stag
     weak = dict(config='configs/wsddn/...py')
     denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
     strong = dict(config='configs/faster_rcnn/...py')
+    fsd = 1  # also train the fully supervised reference on the real boxes
+    fsd_config = 'configs/faster_rcnn/...py'  # optional; default: strong's config
 
 Keys of a stage's dict are the long option names of ``wsod <stage>`` (dashes as underscores).
 """
@@ -37,7 +39,16 @@ def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
     return str(node)
 
 
-STAMPED_SECTIONS = ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report")
+STAMPED_SECTIONS = (
+    "data",
+    "proposals",
+    "weak",
+    "denoise",
+    "strong",
+    "fsd_config",
+    "evaluate",
+    "report",
+)
 
 
 def write_section_stamps(path: str | os.PathLike, out_dir: str | os.PathLike) -> list[Path]:

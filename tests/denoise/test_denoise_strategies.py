@@ -233,9 +233,58 @@ def test_image_filter_in_a_batch_drops_only_the_bad_images():
     assert rows(out[5]) == rows(per_image[5]) and len(out[6]["scores"]) == 0
 
 
+def ignore_rows(d):
+    keep = d["ignore"] == 1
+    return rows({k: d[k][keep] for k in ("labels", "scores", "bboxes")})
+
+
+def test_ignore_regions_keeps_other_confident_boxes_off_the_pseudo_boxes():
+    far = [60, 0, 95, 30]  # class 1, 0.6 >= 0.5 x 0.9: a region
+    weak = [60, 40, 95, 55]  # class 1, 0.3 < 0.45: not a region
+    over = [10, 10, 60, 60]  # class 2, holds 64 % of A (> max_overlap 0.3): dropped
+    near = [0, 60, 40, 100]  # class 2, off A and B: a region
+    d = dets([A, far, weak, over, near, B], [0.9, 0.6, 0.3, 0.8, 0.7, 0.95], [1, 1, 1, 2, 2, 2])
+    chain = build_chain([dict(type="top1"), dict(type="ignore_regions", rel_score=0.5)])
+    out = apply_chain(d, chain, image_labels=[1, 2], width=100, height=100)
+    pseudo = {k: out[k][out["ignore"] == 0] for k in ("labels", "scores", "bboxes")}
+    assert rows(pseudo) == rows(dets([A, B], [0.9, 0.95], [1, 2]))
+    assert ignore_rows(out) == rows(dets([far, near], [0.6, 0.7], [1, 2]))
+    # a looser overlap limit keeps the class-2 box over A; rel_score 1 keeps no region
+    loose = build_chain([dict(type="top1"), dict(type="ignore_regions", max_overlap=0.7)])
+    out = apply_chain(d, loose, image_labels=[1, 2], width=100, height=100)
+    assert ignore_rows(out) == rows(dets([far, over, near], [0.6, 0.8, 0.7], [1, 2, 2]))
+    strict = build_chain([dict(type="top1"), dict(type="ignore_regions", rel_score=1.0)])
+    out = apply_chain(d, strict, image_labels=[1, 2], width=100, height=100)
+    assert out["ignore"].tolist() == [0, 0]
+
+
+def test_ignore_regions_only_in_images_that_keep_a_pseudo_box_and_last_in_the_chain():
+    per_image = {
+        5: dets([A, B], [0.9, 0.8], [1, 1]),
+        6: dets([A, B], [0.1, 0.09], [1, 1]),  # dropped by the image filter
+    }
+    images = [{"id": i, "width": 100, "height": 100, "labels": [1]} for i in (5, 6)]
+    chain = build_chain(
+        [
+            dict(type="top1"),
+            dict(type="image_filter", min_score=0.2),
+            dict(type="ignore_regions"),
+        ]
+    )
+    out = denoise_images(per_image, images, chain)
+    assert out[5]["ignore"].tolist() == [0, 1] and len(out[6]["scores"]) == 0
+    with pytest.raises(ValueError, match="must be the last"):
+        build_chain([dict(type="ignore_regions"), dict(type="top1")])
+    with pytest.raises(ValueError, match="unknown parameters"):
+        build_chain([dict(type="ignore_regions", source=None)])
+    with pytest.raises(ValueError, match="rel_score"):
+        denoise_images(per_image, images, build_chain([dict(type="ignore_regions", rel_score=0)]))
+
+
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_strategy_handles_an_empty_image(name):
-    out = run1(name, dets(np.zeros((0, 4)), [], []))
+    extra = {"source": dets(np.zeros((0, 4)), [], [])} if name == "ignore_regions" else {}
+    out = run1(name, dets(np.zeros((0, 4)), [], []), **extra)
     assert len(out["scores"]) == 0 and out["bboxes"].shape == (0, 4)
 
 
@@ -280,6 +329,7 @@ def test_batch_equals_image_by_image():
         [dict(type="size_filter", min_side=0.1), dict(type="wbf", thr=0.3)],
         [dict(type="minmax_normalize"), dict(type="score_threshold", thr=0.7)],
         [dict(type="top1"), dict(type="image_filter", min_score=0.5)],
+        [dict(type="top1"), dict(type="ignore_regions", rel_score=0.3, max_overlap=0.2)],
     ]
     for cfg in cfgs:
         chain = build_chain(cfg)
@@ -293,6 +343,6 @@ def test_batch_equals_image_by_image():
                 height=im["height"],
             )
             assert rows(batch[im["id"]]) == rows(one), cfg
-            for k in ("weights", "raw_scores"):
+            for k in ("weights", "raw_scores", "ignore"):
                 if k in one:
                     np.testing.assert_allclose(batch[im["id"]][k], one[k])

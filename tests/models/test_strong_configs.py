@@ -247,3 +247,67 @@ def test_box_weights_scale_only_the_positives_classification_loss(voc_root):
     assert plain["loss_cls"] - half["loss_cls"] == pytest.approx(
         2 * (half["loss_cls"] - quarter["loss_cls"]), rel=1e-4
     )
+
+
+IGNORE = (
+    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
+)
+CPU_4E = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
+
+
+def test_ignore_regions_reach_the_assigners(voc_root, tmp_path):
+    """An iscrowd pseudo annotation (a de-noise ignore region) is loaded as an ignored instance,
+    and the ignore config's RPN and R-CNN assigners neither train proposals inside it as
+    background nor as objects; the plain config trains them as background."""
+    from mmdet.registry import DATASETS, TASK_UTILS
+    from mmdet.utils import register_all_modules
+    from mmengine.structures import InstanceData
+
+    from wsod.utils.io import write_json
+
+    register_all_modules()
+    cfg = _cfg(IGNORE)
+    box, region = [10.0, 20.0, 100.0, 80.0], [300.0, 100.0, 150.0, 150.0]
+    write_json(
+        tmp_path / "pl.json",
+        {
+            "images": [
+                {"id": 12, "file_name": f"JPEGImages/{IMAGE_ID}.jpg", "width": 500, "height": 333}
+            ],
+            "categories": [
+                {"id": i + 1, "name": n}
+                for i, n in enumerate(cfg.train_dataloader.dataset.metainfo["classes"])
+            ],
+            "annotations": [
+                {
+                    "id": k + 1,
+                    "image_id": 12,
+                    "category_id": 7,
+                    "bbox": b,
+                    "area": b[2] * b[3],
+                    "iscrowd": crowd,
+                    "score": 0.5,
+                }
+                for k, (b, crowd) in enumerate([(box, 0), (region, 1)])
+            ],
+        },
+    )
+    ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+    ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
+    sample = DATASETS.build(ds_cfg)[0]["data_samples"]
+    assert len(sample.gt_instances) == 1 and len(sample.ignored_instances) == 1
+
+    gt = InstanceData(bboxes=torch.tensor([[10.0, 20.0, 110.0, 100.0]]), labels=torch.tensor([6]))
+    ignored = InstanceData(bboxes=torch.tensor([[300.0, 100.0, 450.0, 250.0]]))
+    priors = torch.tensor(
+        [
+            [10.0, 20.0, 110.0, 100.0],  # on the pseudo box
+            [320.0, 120.0, 420.0, 220.0],  # inside the ignore region
+            [150.0, 250.0, 250.0, 330.0],  # background
+        ]
+    )
+    for stage in ("rpn", "rcnn"):
+        for path, expected in ((IGNORE, [1, -1, 0]), (CPU_4E, [1, 0, 0])):
+            assigner = TASK_UTILS.build(_cfg(path).model.train_cfg[stage].assigner)
+            result = assigner.assign(InstanceData(priors=priors), gt, ignored)
+            assert result.gt_inds.tolist() == expected, (stage, path.name)

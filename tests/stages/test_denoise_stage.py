@@ -68,6 +68,23 @@ def test_tiny_end_to_end(tmp_path):
     assert len(coco.getAnnIds()) == 2
 
 
+def test_ignore_regions_are_written_as_iscrowd_and_not_counted(tmp_path):
+    split = write(tmp_path / "train.json", tiny_split())
+    dets = write(tmp_path / "dets.json", TINY_DETS)
+    out = tmp_path / "pseudo.json"
+    chain = [dict(type="top1"), dict(type="ignore_regions", rel_score=0.4)]
+    s = run(dets, split, out, strategies=chain)
+    got = sorted(
+        (a["iscrowd"], a["category_id"], tuple(a["bbox"]))
+        for a in load_pseudo_labels(out)["annotations"]
+    )
+    # the cat's second box (0.4 >= 0.4 x 0.9, 4 % of the top box's area) is an ignore region
+    assert got == [(0, 1, (0, 0, 50, 50)), (0, 2, (60, 10, 30, 30)), (1, 1, (5, 5, 10, 10))]
+    assert s["boxes"] == 2 and s["ignore_regions"] == 1 and s["images_without_boxes"] == 2
+    coco = COCO(str(out))
+    assert len(coco.getAnnIds(iscrowd=False)) == 2
+
+
 def test_tiny_quality_report_and_ablation(tmp_path, capsys):
     split = write(tmp_path / "train.json", tiny_split())
     dets = write(tmp_path / "dets.json", TINY_DETS)

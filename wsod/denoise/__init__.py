@@ -18,12 +18,14 @@ ground-truth box.
 | wbf                 | fusion          | weighted fusion of overlapping same-class boxes         |
 | weight              | weight          | per-box training weight for the strong stage            |
 | image_filter        | image_filter    | drop images with a labelled class unfound (score < min)  |
+| ignore_regions      | ignore          | other confident boxes -> ignore regions (iscrowd; last) |
 """
 
 from wsod.denoise import (  # noqa: F401  (registers the strategies)
     consistency,
     containment,
     fusion,
+    ignore,
     image_filter,
     mist,
     nms,

@@ -17,6 +17,7 @@ fallback, containment + NMS) are measured side by side by ``wsod denoise --ablat
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from wsod.denoise.common import as_dets, empty_dets
+from wsod.denoise.ignore import FINAL_STRATEGIES
 from wsod.denoise.registry import get_strategy, strategy_params
 
 DEFAULT_STRATEGIES: list[dict] = [dict(type="label_consistency"), dict(type="top1")]
@@ -156,6 +158,8 @@ def build_chain(
             raise ValueError(
                 "label_consistency must be the first strategy (it is inserted when missing)"
             )
+        if steps and steps[-1][0] in FINAL_STRATEGIES:
+            raise ValueError(f"{steps[-1][0]} must be the last strategy (found {name!r} after it)")
         steps.append((name, fn, cfg))
     if not steps or steps[0][0] != "label_consistency":
         steps.insert(0, ("label_consistency", get_strategy("label_consistency"), {}))
@@ -190,9 +194,19 @@ def apply_chain(
     """Run a built chain on one image's detection set (see :mod:`wsod.denoise.common`)."""
     out = as_dets(dets)
     labels = np.asarray(list(image_labels), np.int64)
-    for _, fn, params in chain:
-        out = fn(out, image_labels=labels, width=float(width), height=float(height), **params)
-    return out
+    return _run_steps(out, chain, image_labels=labels, width=float(width), height=float(height))
+
+
+def _run_steps(dets: dict, chain: Sequence[Step], **context) -> dict[str, np.ndarray]:
+    """Run the steps in order; a strategy taking ``source`` gets the detections as they were
+    after the first step (label consistency)."""
+    source = None
+    for k, (_, fn, params) in enumerate(chain):
+        extra = {"source": source} if "source" in inspect.signature(fn).parameters else {}
+        dets = fn(dets, **context, **extra, **params)
+        if k == 0:
+            source = dets
+    return dets
 
 
 def group_by_image(
@@ -287,8 +301,7 @@ def denoise_arrays(
     ).reshape(-1, 2)
     width = np.array([im["width"] for im in images], np.float64)
     height = np.array([im["height"] for im in images], np.float64)
-    for _, fn, params in chain:
-        batch = fn(batch, image_labels=pairs, width=width, height=height, **params)
+    batch = _run_steps(batch, chain, image_labels=pairs, width=width, height=height)
     return split_batch(batch, split_ids.tolist())
 
 
@@ -316,7 +329,7 @@ def flatten(results: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.nda
         "scores": np.concatenate([p["scores"] for p in parts]) if parts else np.zeros(0),
         "labels": np.concatenate([p["labels"] for p in parts]) if parts else np.zeros(0, int),
     }
-    for extra in ("raw_scores", "weights"):
+    for extra in ("raw_scores", "weights", "ignore"):
         if parts and all(extra in p for p in parts):
             out[extra] = np.concatenate([p[extra] for p in parts])
     return out

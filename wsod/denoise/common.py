@@ -3,7 +3,7 @@
 A *detection set* is a dict of aligned arrays: ``bboxes`` (N,4) float64 x1y1x2y2 pixels,
 ``scores`` (N,) float64, ``labels`` (N,) int64 category ids, and optionally ``weights`` (N,)
 (per-box training weight), ``raw_scores`` (N,) (the detector's score, saved by a strategy that
-rewrites ``scores``) and ``image_index`` (N,) int64. :func:`take` subsets all of them at once.
+rewrites ``scores``), ``ignore`` (N,) int (1 = an ignore region, not a pseudo box) and ``image_index`` (N,) int64. :func:`take` subsets all of them at once.
 
 Strategies are written once for two call forms:
 
@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-ARRAY_KEYS = ("bboxes", "scores", "labels", "weights", "raw_scores", "image_index")
+ARRAY_KEYS = ("bboxes", "scores", "labels", "weights", "raw_scores", "ignore", "image_index")
 LABEL_SPAN = 1 << 24  # category ids must be below this (group key = image * SPAN + class)
 MAX_PAIRS = 4_000_000  # pairwise work is chunked over whole groups to bound memory
 

@@ -11,7 +11,8 @@ import inspect
 from collections.abc import Callable
 
 STRATEGIES: dict[str, Callable] = {}
-_COMMON = {"dets", "image_labels", "width", "height"}
+# filled in by the chain, not by the user (``source``: the chain input after label consistency)
+_COMMON = {"dets", "image_labels", "width", "height", "source"}
 
 
 def register_strategy(name: str) -> Callable[[Callable], Callable]:

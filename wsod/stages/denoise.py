@@ -6,8 +6,10 @@ Inputs:
     (image sizes and image-level labels; no boxes).
 Output:
     ``out``: COCO instances json (``images`` id/file_name/width/height from the split,
-    ``categories``, ``annotations`` with id, image_id, category_id, bbox xywh, area, iscrowd 0,
+    ``categories``, ``annotations`` with id, image_id, category_id, bbox xywh, area, iscrowd,
     ``score`` = the detector's score, and ``weight`` when the chain writes one) + ``.meta.json``.
+    ``iscrowd`` is 0 for a pseudo box and 1 for an ignore region (``ignore_regions``; mmdet's
+    ``CocoDataset`` loads them as ignored instances); counts and quality are of pseudo boxes.
     mmdet's ``CocoDataset`` trains on it directly. Images left without a box stay in ``images``
     (mmdet's ``filter_empty_gt`` drops them from training); the summary counts them.
 Diagnostics (optional, never used to choose boxes):
@@ -48,6 +50,7 @@ from wsod.denoise import (
     flatten,
     parse_strategies,
 )
+from wsod.denoise.common import take
 from wsod.utils.io import write_json_artifact
 
 STAGE = "denoise"
@@ -91,6 +94,7 @@ def to_coco(
         xywh = np.round(xyxy_to_xywh(d["bboxes"]), 2)
         score = d.get("raw_scores", d["scores"])
         weights = d.get("weights")
+        ignore = d.get("ignore")
         for j in range(len(xywh)):
             a = {
                 "id": next_id,
@@ -98,7 +102,7 @@ def to_coco(
                 "category_id": int(d["labels"][j]),
                 "bbox": [float(v) for v in xywh[j]],
                 "area": float(xywh[j, 2] * xywh[j, 3]),
-                "iscrowd": 0,
+                "iscrowd": int(ignore[j]) if ignore is not None else 0,
                 "score": round(float(score[j]), 6),
             }
             if weights is not None:
@@ -118,6 +122,8 @@ def _count_summary(
     split: Mapping,
     raw: Mapping[int, Mapping[str, np.ndarray]],
 ) -> dict:
+    n_regions = sum(int(d["ignore"].sum()) for d in results.values() if "ignore" in d)
+    results = pseudo_boxes(results)
     n_boxes = sum(len(d["scores"]) for d in results.values())
     n_img = len(split["images"])
     empty = sum(1 for d in results.values() if len(d["scores"]) == 0)
@@ -136,6 +142,7 @@ def _count_summary(
         "images_without_boxes": empty,
         "pairs_without_detections": no_det,
         "pairs_lost_by_chain": lost,
+        "ignore_regions": n_regions,
     }
 
 
@@ -292,7 +299,9 @@ def run(
         f"wsod denoise: {summary['images']} images, {summary['boxes']} pseudo boxes "
         f"({summary['boxes_per_image']:.2f}/img), {summary['images_without_boxes']} images "
         f"without a box, {summary['pairs_without_detections']} labelled (image, class) pairs "
-        f"without any detection -> {out}"
+        f"without any detection"
+        + (f", {summary['ignore_regions']} ignore regions" if summary["ignore_regions"] else "")
+        + f" -> {out}"
     )
 
     if quality_gt is not None:
@@ -373,9 +382,17 @@ def run(
     return summary
 
 
+def pseudo_boxes(
+    results: Mapping[int, Mapping[str, np.ndarray]],
+) -> dict[int, dict[str, np.ndarray]]:
+    """The pseudo boxes of each image, without ignore regions."""
+    return {i: take(d, d["ignore"] == 0) if "ignore" in d else dict(d) for i, d in results.items()}
+
+
 def _scored(results: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Flat arrays for the metrics, ranking by the detector's score (``raw_scores`` if kept)."""
-    flat = flatten(results)
+    """Flat arrays for the metrics (pseudo boxes only), ranking by the detector's score
+    (``raw_scores`` if kept)."""
+    flat = flatten(pseudo_boxes(results))
     if "raw_scores" in flat:
         flat["scores"] = flat["raw_scores"]
     return flat
