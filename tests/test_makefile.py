@@ -79,15 +79,17 @@ def test_fsd_reference_uses_fsd_config_or_the_strong_config(tmp_path):
         out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={pipeline}", "FSD=1"))
         return next(ln for ln in out.splitlines() if "--fully-supervised-gt" in ln)
 
-    # the demo pipeline has no fsd_config: the reference trains with the strong config
-    demo_strong = subprocess.run(
-        [".venv/bin/python", "-m", "wsod.pipeline", "pipelines/demo.py", "strong.config=-"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[0]
-    assert f"--config {demo_strong} " in fsd_command("pipelines/demo.py")
-    # the VOC pipeline trains its strong detector with ignore regions, the reference without
-    voc = fsd_command("pipelines/voc07_cpu.py")
-    assert "--config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo" in voc
+    strong = (
+        "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
+    )
+    plain = "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
+    base = tmp_path / "base.py"
+    base.write_text(
+        f"_base_ = ['{REPO}/pipelines/voc07_cpu.py']\nstrong = dict(config='{strong}')\n"
+    )
+    # no fsd_config: the reference trains with the strong config
+    assert f"--config {strong} " in fsd_command(base)
+    # fsd_config: the reference keeps its own config (ignore regions only act on pseudo labels)
+    own = tmp_path / "own.py"
+    own.write_text(f"_base_ = ['{base}']\nfsd_config = '{plain}'\n")
+    assert f"--config {plain} " in fsd_command(own)

@@ -28,6 +28,18 @@ weak = dict(max_iters=2, cfg_options={NO_WORKERS!r})
 strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
                                          'model.test_cfg.rcnn.score_thr': 0.0}})
 """
+# the ignore-region option on top (measured on VOC, not the default): de-noise step, strong
+# config with ignore thresholds, the reference on its own config
+IGNORE_CFG = (
+    "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
+)
+PLAIN_CFG = "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
+IGNORE = f"""
+denoise = dict(strategies=[dict(type='top1'), dict(type='image_filter', min_score=0.2),
+                           dict(type='ignore_regions', rel_score=0.5, max_overlap=0.3)])
+strong = dict(config='{IGNORE_CFG}')
+fsd_config = '{PLAIN_CFG}'
+"""
 
 
 def _make_all(pipeline: Path, run: Path, voc_root: Path) -> str:
@@ -71,3 +83,21 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     # resumable: a second `make all` has nothing left to do
     again = _make_all(pipeline, run, voc_root)
     assert "-m wsod" not in again
+
+
+def test_ignore_region_option_end_to_end_on_six_real_images(tmp_path, voc_root):
+    tiny = tmp_path / "voc07_tiny.py"
+    tiny.write_text(TINY)
+    pipeline = tmp_path / "voc07_tiny_ignore.py"
+    pipeline.write_text(f"_base_ = ['{tiny}']\n{IGNORE}")  # merged: strong keeps max_iters=2
+    run = tmp_path / "run"
+    out = _make_all(pipeline, run, voc_root)
+    assert f"--config {PLAIN_CFG}" in out  # the reference keeps its config (fsd_config)
+    assert out.count('"iterations": 2,') == 3  # weak, strong, fsd: still the tiny schedule
+    strong_cfg = (run / "strong/strong_config.py").read_text()
+    assert strong_cfg.count("ignore_iof_thr=0.5") == 2  # RPN and R-CNN assigners
+    pseudo = json.loads((run / "denoise/pseudo_train.json").read_text())
+    assert any(a["iscrowd"] == 0 for a in pseudo["annotations"])
+    assert all(a["iscrowd"] in (0, 1) for a in pseudo["annotations"])
+    metrics = json.loads((run / "eval/metrics.json").read_text())
+    assert set(metrics["detectors"]) == {"weak", "strong", "fsd"}
