@@ -167,45 +167,51 @@ BOXWEIGHT = (
 )
 
 
-def test_pseudo_dataset_keeps_weights_aligned(voc_root, tmp_path):
+def _car_image_dataset(cfg, voc_root, tmp_path, annotations):
+    """The config's training dataset on VOC image 000012 (500x333) with these pseudo
+    annotations (dicts with bbox xywh and any extra keys; category 7 = car)."""
     from mmdet.registry import DATASETS
+    from mmdet.utils import register_all_modules
 
     from wsod.utils.io import write_json
 
+    register_all_modules()
+    classes = cfg.train_dataloader.dataset.metainfo["classes"]
+    anns = [
+        {
+            "id": k + 1,
+            "image_id": 12,
+            "category_id": 7,
+            "area": a["bbox"][2] * a["bbox"][3],
+            "iscrowd": 0,
+            **a,
+        }
+        for k, a in enumerate(annotations)
+    ]
+    image = {"id": 12, "file_name": f"JPEGImages/{IMAGE_ID}.jpg", "width": 500, "height": 333}
+    write_json(
+        tmp_path / "pl.json",
+        {
+            "images": [image],
+            "categories": [{"id": i + 1, "name": n} for i, n in enumerate(classes)],
+            "annotations": anns,
+        },
+    )
+    ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+    ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
+    return DATASETS.build(ds_cfg)
+
+
+def test_pseudo_dataset_keeps_weights_aligned(voc_root, tmp_path):
     cfg = _cfg(BOXWEIGHT)
     boxes = [  # (bbox xywh, weight): the second lies outside the 500x333 image and is dropped
         ([10.0, 20.0, 100.0, 80.0], 0.3),
         ([600.0, 10.0, 20.0, 20.0], 0.9),
         ([200.0, 50.0, 150.0, 200.0], 0.7),
     ]
-    write_json(
-        tmp_path / "pl.json",
-        {
-            "images": [
-                {"id": 12, "file_name": f"JPEGImages/{IMAGE_ID}.jpg", "width": 500, "height": 333}
-            ],
-            "categories": [
-                {"id": i + 1, "name": n}
-                for i, n in enumerate(cfg.train_dataloader.dataset.metainfo["classes"])
-            ],
-            "annotations": [
-                {
-                    "id": k + 1,
-                    "image_id": 12,
-                    "category_id": 7,
-                    "bbox": b,
-                    "area": b[2] * b[3],
-                    "iscrowd": 0,
-                    "score": w,
-                    "weight": w,
-                }
-                for k, (b, w) in enumerate(boxes)
-            ],
-        },
+    ds = _car_image_dataset(
+        cfg, voc_root, tmp_path, [{"bbox": b, "score": w, "weight": w} for b, w in boxes]
     )
-    ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
-    ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
-    ds = DATASETS.build(ds_cfg)
     assert [i["weight"] for i in ds.get_data_info(0)["instances"]] == [0.3, 0.7]
     sample = ds[0]["data_samples"]
     assert sample.gt_instances.weights.tolist() == pytest.approx([0.3, 0.7])
@@ -259,42 +265,14 @@ def test_ignore_regions_reach_the_assigners(voc_root, tmp_path):
     """An iscrowd pseudo annotation (a de-noise ignore region) is loaded as an ignored instance,
     and the ignore config's RPN and R-CNN assigners neither train proposals inside it as
     background nor as objects; the plain config trains them as background."""
-    from mmdet.registry import DATASETS, TASK_UTILS
+    from mmdet.registry import TASK_UTILS
     from mmdet.utils import register_all_modules
     from mmengine.structures import InstanceData
 
-    from wsod.utils.io import write_json
-
     register_all_modules()
-    cfg = _cfg(IGNORE)
     box, region = [10.0, 20.0, 100.0, 80.0], [300.0, 100.0, 150.0, 150.0]
-    write_json(
-        tmp_path / "pl.json",
-        {
-            "images": [
-                {"id": 12, "file_name": f"JPEGImages/{IMAGE_ID}.jpg", "width": 500, "height": 333}
-            ],
-            "categories": [
-                {"id": i + 1, "name": n}
-                for i, n in enumerate(cfg.train_dataloader.dataset.metainfo["classes"])
-            ],
-            "annotations": [
-                {
-                    "id": k + 1,
-                    "image_id": 12,
-                    "category_id": 7,
-                    "bbox": b,
-                    "area": b[2] * b[3],
-                    "iscrowd": crowd,
-                    "score": 0.5,
-                }
-                for k, (b, crowd) in enumerate([(box, 0), (region, 1)])
-            ],
-        },
-    )
-    ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
-    ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
-    sample = DATASETS.build(ds_cfg)[0]["data_samples"]
+    annotations = [{"bbox": box, "score": 0.5}, {"bbox": region, "score": 0.5, "iscrowd": 1}]
+    sample = _car_image_dataset(_cfg(IGNORE), voc_root, tmp_path, annotations)[0]["data_samples"]
     assert len(sample.gt_instances) == 1 and len(sample.ignored_instances) == 1
 
     gt = InstanceData(bboxes=torch.tensor([[10.0, 20.0, 110.0, 100.0]]), labels=torch.tensor([6]))
