@@ -3,7 +3,8 @@
 A *detection set* is a dict of aligned arrays: ``bboxes`` (N,4) float64 x1y1x2y2 pixels,
 ``scores`` (N,) float64, ``labels`` (N,) int64 category ids, and optionally ``weights`` (N,)
 (per-box training weight), ``raw_scores`` (N,) (the detector's score, saved by a strategy that
-rewrites ``scores``), ``ignore`` (N,) int (1 = an ignore region, not a pseudo box) and ``image_index`` (N,) int64. :func:`take` subsets all of them at once.
+rewrites ``scores``), ``ignore`` (N,) int (1 = an ignore region, not a pseudo box) and
+``image_index`` (N,) int64. :func:`take` subsets all of them at once.
 
 Strategies are written once for two call forms:
 
