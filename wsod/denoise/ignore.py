@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wsod.denoise.common import group_keys, image_index, segment_minmax, take
+from wsod.denoise.common import group_keys, image_index, pair_iou, segment_minmax, take
 from wsod.denoise.registry import register_strategy
 
 #: strategies after which no other step may run (checked by ``build_chain``)
@@ -85,11 +85,8 @@ def ignore_regions(
     )
     cand[i[same]] = False
     # not over a selected box: intersection / selected area <= max_overlap
-    a, b = source["bboxes"][i], dets["bboxes"][j]
-    iw = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
-    ih = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
-    area_b = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-    over = iw * ih > max_overlap * np.maximum(area_b, 1e-9)
+    inter, _, area_sel = pair_iou(dets["bboxes"][j], source["bboxes"][i])
+    over = inter > max_overlap * np.maximum(area_sel, 1e-9)
     cand[i[over]] = False
     regions = take(source, cand)
     regions["ignore"] = np.ones(int(cand.sum()), np.int64)
