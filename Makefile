@@ -19,13 +19,14 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
-# Five pipeline values, read in one call with the venv's python (empty before `make setup`).
+# Six pipeline values, read in one call with the venv's python (empty before `make setup`).
 # The same call writes $(RUN)/.pipeline/<stage>.json, rewritten only when that stage's section
 # changes: stage rules depend on their stamp, so editing the strong settings does not rerun
 # proposals.
 STAMPS := $(RUN)/.pipeline
 PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
-    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 fsd_config=- 2>/dev/null))
+    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 fsd_config=- \
+    rescore_by_black_box=0 2>/dev/null))
 WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
 STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
@@ -37,6 +38,9 @@ FSD_CONFIG := $(or $(filter-out -,$(word 5,$(PIPE_VALUES))),$(STRONG_CONFIG))
 # detector of round r-1, de-noises its boxes again and trains the next detector.
 ROUNDS ?= $(or $(word 4,$(PIPE_VALUES)),0)
 ROUND_IDS := $(wordlist 1,$(ROUNDS),1 2 3 4 5 6 7 8 9)
+# 1 = also evaluate the strong (and fsd) detections rescored by the black box's image-level
+# confidence (`wsod rescore`): the pipeline's rescore_by_black_box.
+RESCORE ?= $(or $(word 6,$(PIPE_VALUES)),0)
 PYTEST_ARGS ?=
 
 DATA := $(RUN)/data
@@ -45,11 +49,12 @@ WEAK := $(RUN)/weak
 DENOISE := $(RUN)/denoise
 STRONG := $(RUN)/strong
 FSDDIR := $(RUN)/fsd
+RESCORED := $(RUN)/rescore
 EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup test lint format bench demo all data proposals weak denoise strong fsd \
-        evaluate report ablate voc07 clean rounds
+        rescore evaluate report ablate voc07 clean rounds
 
 help:  ## list the targets
 	@echo "wsod — weakly supervised object detection. Usage: make <target> [PIPELINE=...] [RUN=...]"
@@ -159,14 +164,25 @@ $(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json 
 endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
 rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)
+rescore: $(RESCORED)/strong_val_dets.json $(if $(filter 1 True true,$(FSD)),$(RESCORED)/fsd_val_dets.json)  ## strong (+ fsd) val scores x the black box's confidence in the class
+$(RESCORED)/strong_val_dets.json: $(STRONG)/val_dets.json $(WEAK)/val_dets.json $(DATA)/val.json
+	$(WSOD) rescore --detections $< --black-box $(WEAK)/val_dets.json --split $(DATA)/val.json \
+	    --out $@
+$(RESCORED)/fsd_val_dets.json: $(FSDDIR)/val_dets.json $(WEAK)/val_dets.json $(DATA)/val.json
+	$(WSOD) rescore --detections $< --black-box $(WEAK)/val_dets.json --split $(DATA)/val.json \
+	    --out $@
+RESCORED_DETS := $(if $(filter 1 True true,$(RESCORE)), \
+                 strong_rescored=$(RESCORED)/strong_val_dets.json \
+                 $(if $(filter 1 True true,$(FSD)),fsd_rescored=$(RESCORED)/fsd_val_dets.json))
 EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
              $(foreach r,$(ROUND_IDS),strong_round$(r)=$(call strong_dir,$(r))/val_dets.json) \
-             $(if $(filter 1 True true,$(FSD)),fsd=$(FSDDIR)/val_dets.json)
+             $(if $(filter 1 True true,$(FSD)),fsd=$(FSDDIR)/val_dets.json) $(RESCORED_DETS)
 evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
 $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets.json \
 		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
 		$(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json) \
-		$(if $(filter 1 True true,$(FSD)),$(FSDDIR)/val_dets.json)
+		$(if $(filter 1 True true,$(FSD)),$(FSDDIR)/val_dets.json) \
+		$(foreach d,$(RESCORED_DETS),$(lastword $(subst =, ,$(d))))
 	$(WSOD) evaluate --gt $(DATA)/val_gt.json --detections $(EVAL_DETS) --out $@ \
 	    --train-gt $(DATA)/train_gt.json --train-detections weak=$(WEAK)/train_dets.json \
 	    $(foreach r,$(ROUND_IDS),relabel_round$(r)=$(call round_dir,$(r))/train_dets.json) \

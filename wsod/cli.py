@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-STAGES = ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report")
+STAGES = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
