@@ -40,6 +40,8 @@ denoise = dict(strategies=[dict(type='top1'), dict(type='image_filter', min_scor
 strong = dict(config='{IGNORE_CFG}')
 fsd_config = '{PLAIN_CFG}'
 """
+# weak, strong and the reference, plus both rescored by the black box (rescore_by_black_box)
+ALL_DETECTORS = {"weak", "strong", "fsd", "strong_rescored", "fsd_rescored"}
 
 
 def _make_all(pipeline: Path, run: Path, voc_root: Path) -> str:
@@ -57,7 +59,8 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     run = tmp_path / "run"
     out = _make_all(pipeline, run, voc_root)
 
-    for stage in ("data", "proposals", "weak", "denoise", "strong", "evaluate", "report"):
+    stages = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
+    for stage in stages:
         assert f"-m wsod {stage}" in out, stage
     assert "--fully-supervised-gt" in out  # voc07_cpu.py trains the reference (fsd = 1)
 
@@ -68,7 +71,7 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
 
     metrics = json.loads((run / "eval/metrics.json").read_text())
     assert metrics["split"] == "val" and metrics["num_images"] == 6
-    assert set(metrics["detectors"]) == {"weak", "strong", "fsd"}
+    assert set(metrics["detectors"]) == ALL_DETECTORS
     assert "weak" in metrics["train"]["detectors"]  # CorLoc on train
     report = (run / "report/report.md").read_text()
     assert "fsd" in report and "strong" in report and "weak" in report
@@ -79,6 +82,14 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     for name in ("weak", "strong", "fsd"):
         dets = json.loads((run / name / "val_dets.json").read_text())
         assert dets and {d["image_id"] for d in dets} <= ids, name
+        # rescored by the black box: a subset of the detections, scores multiplied by <= 1
+        # (the black box's scores are probabilities)
+        if name != "weak":
+            rescored = json.loads((run / "rescore" / f"{name}_val_dets.json").read_text())
+            assert len(rescored) <= len(dets)
+            best = {(d["image_id"], d["category_id"], tuple(d["bbox"])): d["score"] for d in dets}
+            for d in rescored:
+                assert d["score"] <= best[(d["image_id"], d["category_id"], tuple(d["bbox"]))]
 
     # resumable: a second `make all` has nothing left to do
     again = _make_all(pipeline, run, voc_root)
@@ -100,4 +111,4 @@ def test_ignore_region_option_end_to_end_on_six_real_images(tmp_path, voc_root):
     assert any(a["iscrowd"] == 0 for a in pseudo["annotations"])
     assert all(a["iscrowd"] in (0, 1) for a in pseudo["annotations"])
     metrics = json.loads((run / "eval/metrics.json").read_text())
-    assert set(metrics["detectors"]) == {"weak", "strong", "fsd"}
+    assert set(metrics["detectors"]) == ALL_DETECTORS
