@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wsod.contracts import detections_by_image, load_detections, load_split  # noqa: E402
 from wsod.evaluation.gt import class_ids, class_names, gt_by_image, load_gt  # noqa: E402
 from wsod.evaluation.voc import eval_voc  # noqa: E402
+from wsod.stages.evaluate import named_paths  # noqa: E402
 from wsod.stages.rescore import image_confidence, rescore_detections  # noqa: E402
 
 
@@ -58,8 +59,7 @@ def main(argv=None) -> int:
     factors = {"as is": None, "x black box": black_box, "x labels (oracle)": oracle}
 
     rows = []
-    for spec in args.detections:
-        name, _, path = spec.partition("=")
+    for name, path in named_paths(args.detections).items():
         dets = load_detections(path)
         for how, factor in factors.items():
             scored = dets if factor is None else rescore_detections(dets, factor)

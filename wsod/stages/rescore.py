@@ -1,8 +1,8 @@
 """Rescore stage: a detector's scores times the black box's image-level confidence.
 
 For every detection of class c in image i, ``score' = score x m(i, c)``, where ``m(i, c)`` is
-the highest score the black box gave class c anywhere in image i (0 when it has no detection of
-c there). ``m`` is the black box's own belief that the image holds c, read from its detections
+the highest score the black box gave class c anywhere in image i; detections of a class the
+black box did not detect in their image are dropped. ``m`` is the black box's own belief that the image holds c, read from its detections
 on the same images, so it works for any black box, built-in or imported. The CAM black box
 multiplies its box scores by an image classifier's probability in the same way, which is why it
 rarely fires on a class absent from the image; a detector retrained on pseudo boxes confuses
@@ -66,7 +66,7 @@ def run(
             checked against it.
 
     Returns:
-        Summary dict (counts, wall time).
+        Summary dict (detection, kept, dropped and image counts).
     """
     started = time.time()
     split_d = load_split(split) if split is not None else None
