@@ -38,9 +38,13 @@ FSD_CONFIG := $(or $(filter-out -,$(word 5,$(PIPE_VALUES))),$(STRONG_CONFIG))
 # detector of round r-1, de-noises its boxes again and trains the next detector.
 ROUNDS ?= $(or $(word 4,$(PIPE_VALUES)),0)
 ROUND_IDS := $(wordlist 1,$(ROUNDS),1 2 3 4 5 6 7 8 9)
-# 1 = also evaluate the strong (and fsd) detections rescored by the black box's image-level
-# confidence (`wsod rescore`): the pipeline's rescore_by_black_box.
+# Also evaluate the strong (and fsd) detections rescored by the black box's image-level
+# confidence (`wsod rescore`): the pipeline's rescore_by_black_box. 1 = its highest detection
+# score of the class in the image (any black box); image = a CAM black box's class probability
+# (whole-image proposal, score_mode=image: no proposals at test time); 0 = off.
 RESCORE ?= $(or $(word 6,$(PIPE_VALUES)),0)
+RESCORE_ON := $(filter 1 True true image,$(RESCORE))
+BLACK_BOX_SCORES = $(if $(filter image,$(RESCORE)),$(WEAK)/val_image_scores.json,$(WEAK)/val_dets.json)
 PYTEST_ARGS ?=
 
 DATA := $(RUN)/data
@@ -165,13 +169,23 @@ endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
 rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)
 rescore: $(RESCORED)/strong_val_dets.json $(if $(filter 1 True true,$(FSD)),$(RESCORED)/fsd_val_dets.json)  ## strong (+ fsd) val scores x the black box's confidence in the class
-$(RESCORED)/strong_val_dets.json: $(STRONG)/val_dets.json $(WEAK)/val_dets.json $(DATA)/val.json
-	$(WSOD) rescore --detections $< --black-box $(WEAK)/val_dets.json --split $(DATA)/val.json \
+$(RESCORED)/strong_val_dets.json: $(STRONG)/val_dets.json $(BLACK_BOX_SCORES) $(DATA)/val.json \
+		$(STAMPS)/rescore_by_black_box.json
+	$(WSOD) rescore --detections $< --black-box $(BLACK_BOX_SCORES) --split $(DATA)/val.json \
 	    --out $@
-$(RESCORED)/fsd_val_dets.json: $(FSDDIR)/val_dets.json $(WEAK)/val_dets.json $(DATA)/val.json
-	$(WSOD) rescore --detections $< --black-box $(WEAK)/val_dets.json --split $(DATA)/val.json \
+$(RESCORED)/fsd_val_dets.json: $(FSDDIR)/val_dets.json $(BLACK_BOX_SCORES) $(DATA)/val.json \
+		$(STAMPS)/rescore_by_black_box.json
+	$(WSOD) rescore --detections $< --black-box $(BLACK_BOX_SCORES) --split $(DATA)/val.json \
 	    --out $@
-RESCORED_DETS := $(if $(filter 1 True true,$(RESCORE)), \
+# the CAM black box as an image classifier: one whole-image box per class, scored by its
+# probability (same checkpoint as the weak detections)
+$(PROPS)/val_whole.pkl: $(DATA)/val.json
+	$(WSOD) proposals --split $< --out $@ --method whole_image
+$(WEAK)/val_image_scores.json: $(WEAK)/val_dets.json $(PROPS)/val_whole.pkl $(DATA)/val.json
+	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
+	    --cfg-options model.roi_head.score_mode=image model.roi_head.test_cfg.score_thr=0 \
+	    --infer $(DATA)/val.json:$(PROPS)/val_whole.pkl:$@
+RESCORED_DETS := $(if $(RESCORE_ON), \
                  strong_rescored=$(RESCORED)/strong_val_dets.json \
                  $(if $(filter 1 True true,$(FSD)),fsd_rescored=$(RESCORED)/fsd_val_dets.json))
 EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \

@@ -7,6 +7,10 @@ one of:
 * ``black_box``: the highest score the black box gave class c anywhere in image i (the
   detection is dropped when it has none there): its image-level confidence, available for any
   black box, built-in or imported, from its detections on the same split (``wsod rescore``);
+* ``image classifier`` (with ``--image-scores``): the same, from a file of one whole-image box
+  per (image, class) scored with the CAM black box's class probability (``wsod proposals
+  --method whole_image`` + the CAM config with ``model.roi_head.score_mode=image``): no
+  proposals needed at test time;
 * ``labels`` (an oracle): 1 when c is among the image's labels in the split file, else the
   detection is dropped - the most any image-level rescoring could give.
 
@@ -21,6 +25,7 @@ Usage::
     .venv/bin/python benchmarks/rescore_by_black_box.py \\
         --gt work_dirs/voc07_cpu/data/val_gt.json --split work_dirs/voc07_cpu/data/val.json \\
         --black-box work_dirs/voc07_cpu/weak/val_dets.json \\
+        --image-scores work_dirs/voc07_cpu/weak/val_image_scores.json \\
         --detections strong=work_dirs/voc07_cpu/strong/val_dets.json \\
         fsd=work_dirs/voc07_cpu/fsd/val_dets.json
 """
@@ -48,6 +53,10 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--detections", nargs="+", required=True, help="NAME=COCO results json (one per detector)"
     )
+    ap.add_argument(
+        "--image-scores",
+        help="the CAM black box's image-level class scores on the split (whole-image boxes)",
+    )
     ap.add_argument("--per-class", action="store_true", help="also print AP per class")
     args = ap.parse_args(argv)
 
@@ -56,7 +65,10 @@ def main(argv=None) -> int:
     split = load_split(args.split)
     oracle = {(int(im["id"]), int(c)): 1.0 for im in split["images"] for c in im["labels"]}
     black_box = image_confidence(load_detections(args.black_box))
-    factors = {"as is": None, "x black box": black_box, "x labels (oracle)": oracle}
+    factors = {"as is": None, "x black box": black_box}
+    if args.image_scores:
+        factors["x image classifier"] = image_confidence(load_detections(args.image_scores))
+    factors["x labels (oracle)"] = oracle
 
     rows = []
     for name, path in named_paths(args.detections).items():

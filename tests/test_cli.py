@@ -82,3 +82,17 @@ def test_pipeline_fills_options_not_given(tmp_path, monkeypatch):
     flat = {**seen, **dict(enumerate(seen.pop("args")))}
     assert 0.25 in flat.values(), "pipeline value used for an option not given"
     assert "given.json" in map(str, flat.values()), "command line wins over the pipeline"
+
+
+def test_pipeline_cfg_options_merge_with_the_command_line(tmp_path, monkeypatch):
+    import wsod.stages.weak as weak
+
+    seen = {}
+    monkeypatch.setattr(weak, "run", lambda *a, **k: seen.update(k) or {})
+    pipe = tmp_path / "p.py"
+    pipe.write_text("weak = dict(config='c.py', cfg_options={'a.b': 1, 'model.x': 'pipeline'})\n")
+    argv = ["weak", "--pipeline", str(pipe), "--work-dir", str(tmp_path / "w")]
+    assert main([*argv, "--cfg-options", "model.x=cli", "c=3"]) == 0
+    assert seen["cfg_options"] == {"a.b": 1, "model.x": "cli", "c": 3}
+    assert main(argv) == 0
+    assert seen["cfg_options"] == {"a.b": 1, "model.x": "pipeline"}

@@ -40,7 +40,8 @@ denoise = dict(strategies=[dict(type='top1'), dict(type='image_filter', min_scor
 strong = dict(config='{IGNORE_CFG}')
 fsd_config = '{PLAIN_CFG}'
 """
-# weak, strong and the reference, plus both rescored by the black box (rescore_by_black_box)
+# weak, strong and the reference, plus both rescored by the black box's class probabilities
+# (rescore_by_black_box = 'image')
 ALL_DETECTORS = {"weak", "strong", "fsd", "strong_rescored", "fsd_rescored"}
 
 
@@ -63,6 +64,7 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     for stage in stages:
         assert f"-m wsod {stage}" in out, stage
     assert "--fully-supervised-gt" in out  # voc07_cpu.py trains the reference (fsd = 1)
+    assert "--method whole_image" in out  # rescore_by_black_box = 'image': the CAM classifier
 
     val = json.loads((run / "data/val.json").read_text())
     assert len(val["images"]) == 6
@@ -79,6 +81,12 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
 
     # every detector's val detections refer to the 6 val images only
     ids = {im["id"] for im in val["images"]}
+    # the CAM black box's class probabilities: one whole-image box per class and image
+    probs = json.loads((run / "weak/val_image_scores.json").read_text())
+    assert sorted((d["image_id"], d["category_id"]) for d in probs) == sorted(
+        (i, c) for i in ids for c in range(1, 21)
+    )
+    assert all(0 < d["score"] < 1 and d["bbox"][:2] == [0.0, 0.0] for d in probs)
     for name in ("weak", "strong", "fsd"):
         dets = json.loads((run / name / "val_dets.json").read_text())
         assert dets and {d["image_id"] for d in dets} <= ids, name

@@ -54,15 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def apply_pipeline(args: argparse.Namespace) -> None:
-    """Fill options left at ``None`` from the pipeline file's section for this stage."""
+    """Fill options left at ``None`` from the pipeline file's section for this stage.
+
+    ``cfg_options`` given in both places are merged, the command line's keys winning (so a
+    Makefile rule can add a key to a pipeline's overrides without dropping them).
+    """
     if not getattr(args, "pipeline", None):
         return
+    from wsod.commands import parse_cfg_options
     from wsod.pipeline import load_pipeline
 
     section = load_pipeline(args.pipeline).get(args.command, {}) or {}
     for key, value in section.items():
-        if getattr(args, key, None) is None:
+        given = getattr(args, key, None)
+        if given is None:
             setattr(args, key, value)
+        elif key == "cfg_options" and value:
+            setattr(args, key, {**parse_cfg_options(value), **parse_cfg_options(given)})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

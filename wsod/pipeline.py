@@ -10,7 +10,8 @@ A pipeline names which configs and parameters each stage uses, one dict per stag
     strong = dict(config='configs/faster_rcnn/...py')
     fsd = 1  # also train the fully supervised reference on the real boxes
     fsd_config = 'configs/faster_rcnn/...py'  # optional; default: strong's config
-    rescore_by_black_box = 1  # also evaluate strong/fsd rescored by the black box (wsod rescore)
+    rescore_by_black_box = 1  # also evaluate strong/fsd rescored by the black box (wsod rescore);
+                              # 'image': by a CAM black box's class probabilities
 
 Keys of a stage's dict are the long option names of ``wsod <stage>`` (dashes as underscores).
 """
@@ -47,6 +48,7 @@ STAMPED_SECTIONS = (
     "denoise",
     "strong",
     "fsd_config",
+    "rescore_by_black_box",
     "evaluate",
     "report",
 )

@@ -233,6 +233,36 @@ def test_image_filter_in_a_batch_drops_only_the_bad_images():
     assert rows(out[5]) == rows(per_image[5]) and len(out[6]["scores"]) == 0
 
 
+def test_inner_box_moves_the_top_box_onto_a_confident_box_inside_it():
+    big, inner, outside = [0, 0, 80, 80], [10, 10, 40, 40], [85, 85, 99, 99]
+    d = dets([big, inner, outside, B], [0.9, 0.72, 0.8, 0.5], [1, 1, 1, 2])
+    out = run1("inner_box", d, rel_score=0.7, max_area=0.5, inside=0.8)
+    # class 1's top box takes the inner box's place and keeps its score; the inner box is gone;
+    # the box outside the top box and class 2 are untouched
+    assert rows(out) == rows(dets([inner, outside, B], [0.9, 0.8, 0.5], [1, 1, 2]))
+    # each condition alone blocks the move
+    for params in (
+        dict(rel_score=0.9, max_area=0.5, inside=0.8),  # 0.72 < 0.9 x 0.9
+        dict(rel_score=0.7, max_area=0.1, inside=0.8),  # area 900 > 0.1 x 6400
+    ):
+        assert rows(run1("inner_box", d, **params)) == rows(d)
+    shifted = dets([big, [60, 60, 100, 100]], [0.9, 0.8], [1, 1])  # 1/4 of it is inside
+    assert rows(run1("inner_box", shifted, inside=0.8)) == rows(shifted)
+    assert rows(run1("inner_box", shifted, inside=0.25)) == rows(
+        dets([[60, 60, 100, 100]], [0.9], [1])
+    )
+    with pytest.raises(ValueError, match="rel_score"):
+        run1("inner_box", d, rel_score=1.5)
+
+
+def test_inner_box_takes_the_best_candidate_then_top1_keeps_it():
+    big, c1, c2 = [0, 0, 80, 80], [0, 0, 30, 30], [40, 40, 70, 70]
+    d = dets([c1, big, c2], [0.75, 0.9, 0.8], [1, 1, 1])
+    chain = build_chain([dict(type="inner_box"), dict(type="top1")])
+    out = apply_chain(d, chain, image_labels=[1], width=100, height=100)
+    assert rows(out) == rows(dets([c2], [0.9], [1]))  # c2 outscores c1
+
+
 def ignore_rows(d):
     keep = d["ignore"] == 1
     return rows({k: d[k][keep] for k in ("labels", "scores", "bboxes")})
@@ -330,6 +360,7 @@ def test_batch_equals_image_by_image():
         [dict(type="minmax_normalize"), dict(type="score_threshold", thr=0.7)],
         [dict(type="top1"), dict(type="image_filter", min_score=0.5)],
         [dict(type="top1"), dict(type="ignore_regions", rel_score=0.3, max_overlap=0.2)],
+        [dict(type="inner_box", rel_score=0.5, max_area=0.6, inside=0.7), dict(type="top1")],
     ]
     for cfg in cfgs:
         chain = build_chain(cfg)

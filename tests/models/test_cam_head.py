@@ -121,6 +121,24 @@ def test_classifier_learns_and_predicts():
         assert len(r) == 0 or r.bboxes[:, 2].max() <= 32  # rescaled to the 32x24 original
 
 
+def test_image_mode_scores_every_box_with_the_class_probability():
+    torch.manual_seed(0)
+    head = WSODCAMHead(num_classes=3, in_channels=4, featmap_stride=8, upsample=2)
+    head.eval()
+    feats = (torch.randn(2, 4, 6, 8),)
+    boxes = [torch.tensor([[0.0, 0.0, 64.0, 48.0], [8.0, 8.0, 20.0, 20.0]])] * 2
+    metas = [dict(img_shape=(48, 64), ori_shape=(48, 64), scale_factor=(1.0, 1.0))] * 2
+    with torch.no_grad():
+        probs = torch.sigmoid(head(feats).mean(dim=(2, 3)))
+        default = head.proposal_class_scores(feats, boxes, None, metas)
+        head.score_mode = "image"
+        image = head.proposal_class_scores(feats, boxes, None, metas)
+    for i in range(2):
+        torch.testing.assert_close(image[i], probs[i].expand(2, 3))
+        assert torch.all(default[i] <= image[i])  # box scores are <= 1 times the probability
+    assert not torch.allclose(default[0], image[0])
+
+
 def test_thresholded_prefers_the_box_of_the_region_above_threshold():
     cam = torch.zeros(1, 20, 20)
     cam[0, 5:15, 5:15] = 0.3  # a weak body ...

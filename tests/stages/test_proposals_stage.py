@@ -151,6 +151,20 @@ def test_edge_boxes_method_and_import_roundtrip(split4, tmp_path):
         stage.run(split4, tmp_path / "x.pkl", method="import")
 
 
+def test_whole_image_method_gives_one_image_box_per_image(split4, tmp_path):
+    out = tmp_path / "whole.pkl"
+    s = stage.run(split4, out, method="whole_image")
+    assert s["computed"] == 4 and s["boxes_per_image"] == 1.0
+    props = load_proposals(out)
+    sizes = {
+        im["file_name"]: (im["width"], im["height"]) for im in json.load(open(split4))["images"]
+    }
+    assert list(props) == list(sizes)
+    for k, v in props.items():
+        np.testing.assert_array_equal(v["bboxes"], [[0, 0, *sizes[k]]])
+        np.testing.assert_array_equal(v["scores"], [1.0])
+
+
 def test_import_missing_images_is_an_error(split4, tmp_path):
     part = tmp_path / "part.npz"
     with open(part, "wb") as f:

@@ -127,6 +127,51 @@ def test_run_trains_resumes_and_writes_valid_detections(voc_inputs, tmp_path):
     assert sorted(p.name for p in work.glob("iter_*.pth")) == ["iter_1.pth"]
 
 
+@pytest.mark.slow
+def test_cam_image_scores_on_whole_image_proposals_rescore_a_detector(voc_inputs, tmp_path):
+    """The CAM black box as an image classifier (no proposals at test time): one whole-image
+    box per class scoring its probability, usable by ``wsod rescore`` as the black box."""
+    from wsod.stages import proposals, rescore
+    from wsod.stages.weak import run
+
+    split_path, _, split = voc_inputs
+    whole = tmp_path / "whole.pkl"
+    proposals.run(split_path, whole, method="whole_image")
+    cam = REPO / "configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py"
+    fast = {k: v for k, v in FAST.items() if "num_sample" not in k}
+    work = tmp_path / "cam"
+    run(
+        cam,
+        work,
+        train_split=split_path,
+        train_proposals=whole,
+        infer=[],
+        cfg_options=fast,
+        max_iters=1,
+    )
+    out = tmp_path / "image_scores.json"
+    image_mode = {
+        **fast,
+        "model.roi_head.score_mode": "image",
+        "model.roi_head.test_cfg.score_thr": 0.0,
+    }
+    run(cam, work, infer=[(split_path, whole, out)], cfg_options=image_mode)
+    scores = contracts.load_detections(out, split)
+    assert len(scores) == 20 * len(split["images"])  # every class of every image, once
+    sizes = {im["id"]: [0.0, 0.0, im["width"], im["height"]] for im in split["images"]}
+    for d in scores:
+        assert d["bbox"] == pytest.approx(sizes[d["image_id"]], abs=0.01)
+        assert 0 < d["score"] < 1
+    # the same checkpoint's box detections score the box times that probability: never above it
+    boxes = tmp_path / "dets.json"
+    run(cam, work, infer=[(split_path, voc_inputs[1], boxes)], cfg_options=fast)
+    prob = rescore.image_confidence(scores)
+    dets = contracts.load_detections(boxes, split)
+    assert dets and all(d["score"] <= prob[d["image_id"], d["category_id"]] + 1e-6 for d in dets)
+    rescored = rescore.rescore_detections(dets, prob)
+    assert len(rescored) == len(dets)
+
+
 def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
     from wsod.stages.weak import WeakStageError, run
 

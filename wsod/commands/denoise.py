@@ -21,9 +21,10 @@ EXAMPLES = """examples:
 strategies: label_consistency (always first), top1, topk(k), score_threshold(thr, fallback),
 containment(thr, exempt), mist(p, thr), minmax_normalize(per_class), size_filter(min_side,
 min_area, max_area, max_aspect, clip, keep_top1), nms(thr), wbf(thr, score), weight(mode,
-min_weight), image_filter(min_score), ignore_regions(rel_score, max_overlap; last: other
-confident boxes become iscrowd ignore regions, for a strong config with ignore_iof_thr). The
-reference boxes of --quality-gt are used for the diagnostic report only."""
+min_weight), image_filter(min_score), inner_box(rel_score, max_area, inside; before top1),
+ignore_regions(rel_score, max_overlap; last: other confident boxes become iscrowd ignore
+regions, for a strong config with ignore_iof_thr). The reference boxes of --quality-gt are
+used for the diagnostic report only."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

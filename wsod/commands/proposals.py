@@ -46,8 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="output .pkl (mmdet proposal_file); a .npz twin is written too")
     p.add_argument(
         "--method",
-        choices=("selective_search", "edge_boxes", "import"),
-        help="proposal method [selective_search]",
+        choices=("selective_search", "edge_boxes", "import", "whole_image"),
+        help="proposal method [selective_search]; whole_image: one box = the image (for image-"
+        "level scores of a CAM black box)",
     )
     p.add_argument("--mode", choices=("fast", "quality"), help="selective search mode [fast]")
     p.add_argument("--max-boxes", type=int, help="boxes kept per image, best first [2000]")

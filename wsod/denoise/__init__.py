@@ -19,6 +19,7 @@ ground-truth box.
 | weight              | weight          | per-box training weight for the strong stage            |
 | image_filter        | image_filter    | drop images with a labelled class unfound (score < min)  |
 | ignore_regions      | ignore          | other confident boxes -> ignore regions (iscrowd; last) |
+| inner_box           | inner           | move the top box onto a confident box inside it         |
 """
 
 from wsod.denoise import (  # noqa: F401  (registers the strategies)
@@ -27,6 +28,7 @@ from wsod.denoise import (  # noqa: F401  (registers the strategies)
     fusion,
     ignore,
     image_filter,
+    inner,
     mist,
     nms,
     normalize,

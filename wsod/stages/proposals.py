@@ -14,7 +14,9 @@ Outputs (atomic, each with ``<file>.meta.json``):
 
 Methods: ``selective_search`` (OpenCV, ``mode`` fast|quality, rank scores), ``edge_boxes``
 (OpenCV; structured edges with ``edge_model``, else a weaker Sobel edge map), ``import`` (a
-.mat/.pkl/.npz file, see :mod:`wsod.proposals.importers`). All go through
+.mat/.pkl/.npz file, see :mod:`wsod.proposals.importers`), ``whole_image`` (one box = the
+image, from the split's sizes without reading a pixel: for a CAM black box's image-level class
+scores, see ``score_mode='image'`` in :mod:`wsod.models.roi_heads.cam_head`). All go through
 :func:`wsod.proposals.postprocess.postprocess` (clip, ``min_size``, de-duplicate,
 ``max_boxes``).
 
@@ -49,7 +51,7 @@ from wsod.proposals.store import ProposalCache, load_proposals, save_proposals
 
 __all__ = ["METHODS", "compute_image", "load_proposals", "merge_shards", "resolve_data_root", "run"]
 
-METHODS = ("selective_search", "edge_boxes", "import")
+METHODS = ("selective_search", "edge_boxes", "import", "whole_image")
 
 
 def resolve_data_root(
@@ -250,7 +252,7 @@ def run(
     Args:
         split: weak-label split json.
         out: output ``.pkl`` (mmdet ``proposal_file``); the ``.npz`` twin goes beside it.
-        method: ``selective_search``, ``edge_boxes`` or ``import``.
+        method: ``selective_search``, ``edge_boxes``, ``import`` or ``whole_image``.
         mode: selective search ``fast`` or ``quality``.
         max_boxes: keep at most this many boxes per image (best by score); <= 0 keeps all.
         min_size: drop boxes narrower or lower than this (pixels, after clipping).
@@ -371,6 +373,16 @@ def run(
         summary["unmatched_entries"] = report["unmatched_entries"][:20]
         summary.update(computed=len(props), cached=0)
         inputs = [split_path, Path(import_file)]
+    elif method == "whole_image":
+        props = {
+            im["file_name"]: {
+                "bboxes": np.array([[0, 0, im["width"], im["height"]]], np.float32),
+                "scores": np.ones(1, np.float32),
+            }
+            for im in todo
+        }
+        summary.update(computed=len(props), cached=0)
+        inputs = [split_path]
     else:
         root = resolve_data_root(sp, split_path, data_root)
         params = {

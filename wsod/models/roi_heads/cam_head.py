@@ -11,9 +11,13 @@ much of the image it covers::
     mass_minus_area:  score = mass_in / mass_total - a x area_box / area_image
     mean_in_out:      score = mean CAM inside - mean CAM outside
     thresholded:      score = sum over the box of (CAM - t) / sum over the image of max(CAM - t, 0)
+    image:            score = 1 (every box gets the class probability alone)
 
 Scores are clipped at 0 and multiplied by the class probability ``sigmoid(image logit)``; then
-per-class NMS. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a
+per-class NMS. ``image`` with one whole-image proposal per image (``wsod proposals --method
+whole_image``) turns the black box into its image classifier: one box per class scoring the
+class probability, the image-level confidence ``wsod rescore`` can multiply another detector's
+scores by without proposals at test time. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a
 few ms. Boxes are x1y1x2y2 in input pixels inside the model.
 
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
@@ -102,8 +106,8 @@ def cam_box_scores(
     Args:
         cam: (C, H, W) non-negative maps, each divided by its maximum.
         boxes: (R, 4) x1y1x2y2 in map pixels.
-        mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded`` (see the module
-            docstring).
+        mode: ``mass_minus_area``, ``mean_in_out``, ``thresholded`` or ``image`` (see the
+            module docstring).
         thr: the threshold ``t`` of ``thresholded`` (a fraction of each map's maximum).
         area_weight: ``a`` of ``mass_minus_area``.
         power: maps are raised to this power first (> 1 sharpens the peaks: the blurred halo
@@ -119,6 +123,8 @@ def cam_box_scores(
         (R, C) scores >= 0.
     """
     c, h, w = cam.shape
+    if mode == "image":
+        return cam.new_ones(len(boxes), c)
     if power != 1.0:
         cam = cam.pow(power)
     if mode == "thresholded":
@@ -163,7 +169,7 @@ class WSODCAMHead(BaseModule):
         featmap_stride: its stride (to map proposals onto it).
         in_index: which backbone output to use.
         dropout: dropout on the feature map before the classifier.
-        score_mode: ``mass_minus_area``, ``mean_in_out`` or ``thresholded``.
+        score_mode: ``mass_minus_area``, ``mean_in_out``, ``thresholded`` or ``image``.
         cam_thr: threshold of ``thresholded`` (fraction of each CAM's maximum).
         area_weight: area penalty of ``mass_minus_area`` (> 1: tighter boxes).
         cam_power: normalised CAMs are raised to this power before scoring (1: as they are).
