@@ -17,8 +17,8 @@ Scores are clipped at 0 and multiplied by the class probability ``sigmoid(image 
 per-class NMS. ``image`` with one whole-image proposal per image (``wsod proposals --method
 whole_image``) turns the black box into its image classifier: one box per class scoring the
 class probability, the image-level confidence ``wsod rescore`` can multiply another detector's
-scores by without proposals at test time. Sums over boxes use a summed-area table, so 1000 proposals x 20 classes cost a
-few ms. Boxes are x1y1x2y2 in input pixels inside the model.
+scores by without proposals at test time. Sums over boxes use a summed-area table, so 1000
+proposals x 20 classes cost a few ms. Boxes are x1y1x2y2 in input pixels inside the model.
 
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
 the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
