@@ -3,6 +3,7 @@
 #   make test                   run the test suite
 #   make demo                   the whole pipeline on the embedded synthetic dataset
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
+#   make -j2 all ...            the same, independent stages at once (they share the cores)
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
 # interruption. Recipes echo what they run.
@@ -46,6 +47,11 @@ RESCORE ?= $(or $(word 6,$(PIPE_VALUES)),0)
 RESCORE_ON := $(filter 1 True true image,$(RESCORE))
 BLACK_BOX_SCORES = $(if $(filter image,$(RESCORE)),$(WEAK)/val_image_scores.json,$(WEAK)/val_dets.json)
 PYTEST_ARGS ?=
+# `make -j2 all` runs independent stages at once (e.g. the fully supervised reference beside
+# proposals -> weak -> strong). Each long stage holds a slot in this folder; PyTorch stages use
+# cores / (live slots) threads, back to the default once alone (wsod/utils/cpu_share.py).
+# One folder per user on the machine, so separate `make` runs share the cores too; empty = off.
+export WSOD_JOBS_DIR ?= $(or $(TMPDIR),/tmp)/wsod-jobs-$(shell id -u)
 
 DATA := $(RUN)/data
 PROPS := $(RUN)/proposals

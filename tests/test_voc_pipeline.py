@@ -3,7 +3,8 @@
 The pipeline file under test inherits pipelines/voc07_cpu.py (mmengine ``_base_``) and only
 shrinks it: 6 images per split, 100 proposals, 2 training iterations per detector, no loader
 processes. Every stage, the fully supervised reference, the evaluation and the report run
-through the Makefile exactly as in the real run, so the headline path cannot silently break.
+through the Makefile exactly as in the real run (the first test with ``make -j2``), so the
+headline path cannot silently break.
 """
 
 from __future__ import annotations
@@ -45,9 +46,16 @@ fsd_config = '{PLAIN_CFG}'
 ALL_DETECTORS = {"weak", "strong", "fsd", "strong_rescored", "fsd_rescored"}
 
 
-def _make_all(pipeline: Path, run: Path, voc_root: Path) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = ["make", "all", f"PIPELINE={pipeline}", f"RUN={run}", f"DATA_ROOT={voc_root}"]
+def _make_all(pipeline: Path, run: Path, voc_root: Path, *, jobs: int = 1) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WSOD_JOBS_DIR": str(run.parent / "jobs")}
+    cmd = [
+        "make",
+        f"-j{jobs}",
+        "all",
+        f"PIPELINE={pipeline}",
+        f"RUN={run}",
+        f"DATA_ROOT={voc_root}",
+    ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     tail = f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{tail}"
@@ -58,7 +66,8 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     pipeline = tmp_path / "voc07_tiny.py"
     pipeline.write_text(TINY)
     run = tmp_path / "run"
-    out = _make_all(pipeline, run, voc_root)
+    # two jobs at once, as `make -j2 all` on a 2-core machine: the DAG must stay correct
+    out = _make_all(pipeline, run, voc_root, jobs=2)
 
     stages = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
     for stage in stages:
@@ -99,8 +108,11 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
             for d in rescored:
                 assert d["score"] <= best[(d["image_id"], d["category_id"], tuple(d["bbox"]))]
 
+    # every long stage held a CPU slot (wsod/utils/cpu_share.py) and gave it back
+    assert (tmp_path / "jobs").is_dir() and not list((tmp_path / "jobs").iterdir())
+
     # resumable: a second `make all` has nothing left to do
-    again = _make_all(pipeline, run, voc_root)
+    again = _make_all(pipeline, run, voc_root, jobs=2)
     assert "-m wsod" not in again
 
 

@@ -9,6 +9,7 @@ from wsod.utils.mmengine_compat import enable_safe_resume
 from . import strong  # noqa: F401
 from .backbones import *  # noqa: F401,F403
 from .backbones.tv_vgg16 import WSODVGG16  # noqa: F401
+from .cpu_share_hook import WSODCPUShareHook  # noqa: F401
 from .detectors import *  # noqa: F401,F403
 from .dump_results import WSODDumpCocoResults  # noqa: F401
 from .roi_heads import *  # noqa: F401,F403

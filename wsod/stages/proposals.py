@@ -48,6 +48,7 @@ from wsod.contracts import load_split, validate_proposals
 from wsod.proposals.postprocess import postprocess
 from wsod.proposals.sharding import parse_shard, take_shard
 from wsod.proposals.store import ProposalCache, load_proposals, save_proposals
+from wsod.utils import cpu_share
 
 __all__ = ["METHODS", "compute_image", "load_proposals", "merge_shards", "resolve_data_root", "run"]
 
@@ -397,7 +398,8 @@ def run(
         cache = ProposalCache(cache_dir if cache_dir is not None else f"{out}.cache", params)
         cache.prepare()
         tasks = [(k, str(root / k)) for k in keys if not cache.has(k)]
-        secs = _compute_all(tasks, params, cache, max(1, int(workers))) if tasks else 0.0
+        with cpu_share.slot():  # PyTorch stages run at once (make -j2) leave it the cores
+            secs = _compute_all(tasks, params, cache, max(1, int(workers))) if tasks else 0.0
         props = {k: cache.get(k) for k in keys}
         summary.update(
             computed=len(tasks),

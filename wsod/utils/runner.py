@@ -211,10 +211,23 @@ def set_resume(cfg: Any, checkpoint: str | None) -> None:
     cfg.load_from = checkpoint or cfg.get("load_from")
 
 
+def add_cpu_share_hook(cfg: Any) -> None:
+    """Add ``WSODCPUShareHook`` to ``cfg.custom_hooks`` when ``$WSOD_JOBS_DIR`` is set (wsod
+    jobs run at once share the cores, :mod:`wsod.utils.cpu_share`); changes ``cfg`` in place.
+    Called on the config a Runner is built from, after the run's fingerprint was taken."""
+    from wsod.utils import cpu_share
+
+    hooks = list(cfg.get("custom_hooks") or [])
+    if cpu_share.jobs_dir() is None or any(h.get("type") == "WSODCPUShareHook" for h in hooks):
+        return
+    cfg.custom_hooks = [*hooks, {"type": "WSODCPUShareHook"}]
+
+
 def train(cfg: Any) -> int:
     """Build a ``Runner`` from ``cfg`` and train; returns the iterations done."""
     from mmengine.runner import Runner
 
+    add_cpu_share_hook(cfg)
     runner = Runner.from_cfg(cfg)
     runner.train()
     return int(runner.iter)
@@ -260,5 +273,6 @@ def dump_detections(
     cfg.test_evaluator = evaluator
     cfg.load_from = checkpoint
     cfg.resume = False
+    add_cpu_share_hook(cfg)
     runner = Runner.from_cfg(cfg)
     runner.test()

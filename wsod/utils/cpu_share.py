@@ -1,0 +1,94 @@
+"""Share the CPU cores between wsod stages that run at once (``make -j2 all``).
+
+A stage that computes for long (proposals, training, detection) holds a *slot* while it runs: a
+file named after its process id in the folder ``$WSOD_JOBS_DIR`` (the Makefile exports one per
+user). PyTorch stages count the live slots and use ``cores // live`` intra-op threads
+(:class:`wsod.models.cpu_share_hook.WSODCPUShareHook`), back to PyTorch's default once they run
+alone. Why: on a 2-core machine two PyTorch trainings with 2 OpenMP threads each ran ~8x slower
+per iteration than one alone (the threads spin-wait for each other), while two with 1 thread each
+together did 1.38x the iterations of one with 2 threads (``docs/results.md``).
+
+With ``WSOD_JOBS_DIR`` unset nothing is registered and thread counts stay PyTorch's default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ENV = "WSOD_JOBS_DIR"
+"""Environment variable naming the folder of the slots; unset or empty: no sharing."""
+
+
+def jobs_dir() -> Path | None:
+    """The slot folder from ``$WSOD_JOBS_DIR``, or None when sharing is off."""
+    value = os.environ.get(ENV, "").strip()
+    return Path(value) if value else None
+
+
+def cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+@contextmanager
+def slot(directory: str | os.PathLike | None = None) -> Iterator[Path | None]:
+    """Hold a slot in ``directory`` (default :func:`jobs_dir`) for this process while inside.
+
+    Yields the slot file, or None when sharing is off. A process killed before it leaves the
+    block leaves its file behind; :func:`live_jobs` ignores and removes it.
+    """
+    folder = Path(directory) if directory is not None else jobs_dir()
+    if folder is None:
+        yield None
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / str(os.getpid())
+    path.write_text(f"{os.getpid()}\n")
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def live_jobs(directory: str | os.PathLike | None = None) -> int:
+    """Number of slots in ``directory`` (default :func:`jobs_dir`) held by live processes;
+    files of processes that exited are removed. 0 when sharing is off or the folder is absent."""
+    folder = Path(directory) if directory is not None else jobs_dir()
+    if folder is None or not folder.is_dir():
+        return 0
+    live = 0
+    for path in folder.iterdir():
+        if not path.name.isdigit():
+            continue
+        if _alive(int(path.name)):
+            live += 1
+        else:
+            path.unlink(missing_ok=True)
+    return live
+
+
+def fair_threads(
+    directory: str | os.PathLike | None = None, *, total: int | None = None, default: int
+) -> int:
+    """Intra-op threads for one job: ``default`` when at most one job is live, else
+    ``max(1, total // live)`` (``total``: :func:`cores`), never above ``default``."""
+    live = live_jobs(directory)
+    if live <= 1:
+        return default
+    return max(1, min(default, (total or cores()) // live))
