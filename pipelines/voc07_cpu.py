@@ -27,10 +27,12 @@ denoise = dict(strategies=[
 # cpu-4e-ignore strong config and fsd_config = the cpu-4e config: strong 16.8 (person and dog
 # up, train and sofa down; docs/results.md)
 # Faster R-CNN MobileNetV2-FPN, 4 epochs (measured on these pseudo labels: strong val mAP
-# 13.5 +- 3.0 over seeds 0/1/2 = 10.0/15.2/15.2, an earlier run 17.3; x the black box's class
-# probability 17.5 +- 1.8; fsd 32.4 and 34.2 in two trainings; ~50-70 min each. One run each,
-# within that spread: 15.1 with top-1 labels on all images, 10.9 on the 2k CAM's). Whole
-# pipeline ~3 h 27 min, 3.3 GB (docs/results.md).
+# 14.0 +- 2.6 over four trainings = 10.0/15.2/15.2 (seeds 0/1/2) and 15.4 (seed 0, 1 thread),
+# an earlier run 17.3; x the black box's class probability 17.7 +- 1.5; fsd 32.4 +- 1.8 over
+# three trainings; ~50-70 min each. One run each, within that spread: 15.1 with top-1 labels
+# on all images, 10.9 on the 2k CAM's). Whole pipeline ~3 h 27 min, 3.3 GB; `make -j2 all`
+# trains the reference beside the weak path (strong + fsd at once: 1 h 19 min instead of
+# ~1 h 40; docs/results.md).
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py',
     seed=0)
