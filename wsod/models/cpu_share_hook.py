@@ -10,6 +10,8 @@ is set from the main thread (OpenMP's setting is per calling thread) before the 
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
 
@@ -30,28 +32,23 @@ class WSODCPUShareHook(Hook):
     def __init__(self, interval: int = 20, jobs_dir: str | None = None) -> None:
         self.interval = max(1, int(interval))
         self.jobs_dir = jobs_dir
-        self._slot = None
+        self._slot = ExitStack()  # holds the slot from before_run to after_run
         self._default: int | None = None
-
-    def _folder(self):
-        return self.jobs_dir if self.jobs_dir is not None else cpu_share.jobs_dir()
 
     def before_run(self, runner) -> None:
         import torch
 
-        if self._folder() is None:
+        folder = cpu_share.jobs_dir(self.jobs_dir)
+        if folder is None:
             return
         self._default = torch.get_num_threads()
-        self._slot = cpu_share.slot(self._folder())
-        self._slot.__enter__()
+        self._slot.enter_context(cpu_share.slot(folder))
         self._apply(runner)
 
     def after_run(self, runner) -> None:
         import torch
 
-        if self._slot is not None:
-            self._slot.__exit__(None, None, None)
-            self._slot = None
+        self._slot.close()
         if self._default is not None:
             torch.set_num_threads(self._default)
 
@@ -60,11 +57,11 @@ class WSODCPUShareHook(Hook):
 
         if self._default is None:
             return
-        want = cpu_share.fair_threads(self._folder(), default=self._default)
+        want = cpu_share.fair_threads(self.jobs_dir, default=self._default)
         if want != torch.get_num_threads():
             torch.set_num_threads(want)
             runner.logger.info(
-                f"CPU share: {cpu_share.live_jobs(self._folder())} wsod job(s) on "
+                f"CPU share: {cpu_share.live_jobs(self.jobs_dir)} wsod job(s) on "
                 f"{cpu_share.cores()} cores; intra-op threads -> {want}"
             )
 

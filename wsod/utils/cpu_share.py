@@ -23,8 +23,11 @@ ENV = "WSOD_JOBS_DIR"
 """Environment variable naming the folder of the slots; unset or empty: no sharing."""
 
 
-def jobs_dir() -> Path | None:
-    """The slot folder from ``$WSOD_JOBS_DIR``, or None when sharing is off."""
+def jobs_dir(directory: str | os.PathLike | None = None) -> Path | None:
+    """``directory`` when given, else the slot folder from ``$WSOD_JOBS_DIR``; None when
+    sharing is off."""
+    if directory is not None:
+        return Path(directory)
     value = os.environ.get(ENV, "").strip()
     return Path(value) if value else None
 
@@ -54,7 +57,7 @@ def slot(directory: str | os.PathLike | None = None) -> Iterator[Path | None]:
     Yields the slot file, or None when sharing is off. A process killed before it leaves the
     block leaves its file behind; :func:`live_jobs` ignores and removes it.
     """
-    folder = Path(directory) if directory is not None else jobs_dir()
+    folder = jobs_dir(directory)
     if folder is None:
         yield None
         return
@@ -70,7 +73,7 @@ def slot(directory: str | os.PathLike | None = None) -> Iterator[Path | None]:
 def live_jobs(directory: str | os.PathLike | None = None) -> int:
     """Number of slots in ``directory`` (default :func:`jobs_dir`) held by live processes;
     files of processes that exited are removed. 0 when sharing is off or the folder is absent."""
-    folder = Path(directory) if directory is not None else jobs_dir()
+    folder = jobs_dir(directory)
     if folder is None or not folder.is_dir():
         return 0
     live = 0
