@@ -20,14 +20,14 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
-# Six pipeline values, read in one call with the venv's python (empty before `make setup`).
+# Seven pipeline values, read in one call with the venv's python (empty before `make setup`).
 # The same call writes $(RUN)/.pipeline/<stage>.json, rewritten only when that stage's section
 # changes: stage rules depend on their stamp, so editing the strong settings does not rerun
 # proposals.
 STAMPS := $(RUN)/.pipeline
 PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
     --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 fsd_config=- \
-    rescore_by_black_box=0 2>/dev/null))
+    rescore_by_black_box=0 weak.train_reads_proposals=1 2>/dev/null))
 WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
 STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
@@ -129,11 +129,16 @@ proposals: $(PROPS)/train.pkl $(PROPS)/val.pkl  ## region proposals per split
 $(PROPS)/%.pkl: $(DATA)/%.json $(STAMPS)/proposals.json
 	$(WSOD) proposals --pipeline $(PIPELINE) --split $< --out $@
 
+# Training and detection are two rules: a weak config that trains on whole images (the CAM:
+# train_reads_proposals = False) trains while the proposals are computed (`make -j2`).
+WEAK_TRAIN_PROPS := $(if $(filter 0,$(word 7,$(PIPE_VALUES))),,$(PROPS)/train.pkl)
 weak: $(WEAK)/train_dets.json $(WEAK)/val_dets.json  ## train the black box, detect on train + val
-$(WEAK)/train_dets.json $(WEAK)/val_dets.json &: $(DATA)/train.json $(DATA)/val.json \
-		$(PROPS)/train.pkl $(PROPS)/val.pkl $(WEAK_CONFIG) $(STAMPS)/weak.json
+$(WEAK)/weak_model.json: $(DATA)/train.json $(WEAK_TRAIN_PROPS) $(WEAK_CONFIG) $(STAMPS)/weak.json
+	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) --no-infer \
+	    --train-split $(DATA)/train.json $(if $(WEAK_TRAIN_PROPS),--train-proposals $(WEAK_TRAIN_PROPS))
+$(WEAK)/train_dets.json $(WEAK)/val_dets.json &: $(WEAK)/weak_model.json $(DATA)/train.json \
+		$(DATA)/val.json $(PROPS)/train.pkl $(PROPS)/val.pkl
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
-	    --train-split $(DATA)/train.json --train-proposals $(PROPS)/train.pkl \
 	    --infer $(DATA)/train.json:$(PROPS)/train.pkl:$(WEAK)/train_dets.json \
 	    --infer $(DATA)/val.json:$(PROPS)/val.pkl:$(WEAK)/val_dets.json
 
@@ -187,7 +192,7 @@ $(RESCORED)/fsd_val_dets.json: $(FSDDIR)/val_dets.json $(BLACK_BOX_SCORES) $(DAT
 # probability (same checkpoint as the weak detections)
 $(PROPS)/val_whole.pkl: $(DATA)/val.json
 	$(WSOD) proposals --split $< --out $@ --method whole_image
-$(WEAK)/val_image_scores.json: $(WEAK)/val_dets.json $(PROPS)/val_whole.pkl $(DATA)/val.json
+$(WEAK)/val_image_scores.json: $(WEAK)/weak_model.json $(PROPS)/val_whole.pkl $(DATA)/val.json
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
 	    --cfg-options model.roi_head.score_mode=image model.roi_head.test_cfg.score_thr=0 \
 	    --infer $(DATA)/val.json:$(PROPS)/val_whole.pkl:$@

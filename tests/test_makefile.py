@@ -5,7 +5,9 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ORDER = ["data", "proposals", "weak", "denoise", "strong", "evaluate", "report"]
+# the CAM black box trains on whole images: its training comes before the proposals it detects
+# with (`make -j2` runs the two at once)
+ORDER = ["data", "weak", "proposals", "denoise", "strong", "evaluate", "report"]
 
 
 def _dry_run(tmp_path, *extra):
@@ -93,3 +95,32 @@ def test_fsd_reference_uses_fsd_config_or_the_strong_config(tmp_path):
     own = tmp_path / "own.py"
     own.write_text(f"_base_ = ['{base}']\nfsd_config = '{plain}'\n")
     assert f"--config {plain} " in fsd_command(own)
+
+
+def test_weak_training_waits_for_proposals_only_when_it_reads_them(tmp_path):
+    """The CAM (train_reads_proposals = False) trains on the split alone, so `make -j2` can run
+    it beside the proposals; WSDDN/OICR train on proposals and wait for them."""
+    run = f"{tmp_path}/run"
+
+    def weak_commands(pipeline):
+        out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={pipeline}"))
+        lines = [ln for ln in out.splitlines() if "-m wsod" in ln]
+        train = next(i for i, ln in enumerate(lines) if "wsod weak" in ln and "--train-split" in ln)
+        detect = next(i for i, ln in enumerate(lines) if "wsod weak" in ln and "--infer" in ln)
+        props = [i for i, ln in enumerate(lines) if "wsod proposals" in ln]
+        return lines, train, detect, props
+
+    lines, train, detect, props = weak_commands(REPO / "pipelines/demo.py")
+    assert "--train-proposals" not in lines[train] and "--no-infer" in lines[train]
+    assert train < min(props) and max(props) < detect
+    assert f"{run}/proposals/val.pkl:{run}/weak/val_dets.json" in lines[detect]
+    assert "--train-split" not in lines[detect]  # detection reuses the trained checkpoint
+
+    wsddn = tmp_path / "wsddn.py"
+    wsddn.write_text(
+        f"_base_ = ['{REPO}/pipelines/demo.py']\n"
+        f"weak = dict(config='configs/wsddn/wsddn_mobilenetv2_demo.py')\n"
+    )
+    lines, train, detect, props = weak_commands(wsddn)
+    assert f"--train-proposals {run}/proposals/train.pkl" in lines[train]
+    assert min(props) < train < detect

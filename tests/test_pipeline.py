@@ -87,3 +87,17 @@ def test_module_cli_writes_stamps_and_prints_values(tmp_path):
     ).stdout
     assert out.split() == ["configs/cam/a.py", "0"]
     assert (tmp_path / "s" / "proposals.json").is_file()
+
+
+def test_derived_value_reads_whether_the_weak_config_trains_on_proposals(tmp_path):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for config, expected in (
+        ("configs/cam/cam_mobilenetv2_demo.py", "0"),
+        ("configs/wsddn/wsddn_mobilenetv2_demo.py", "1"),
+        ("configs/oicr/oicr_mobilenetv2_demo.py", "1"),
+    ):
+        p = tmp_path / "pipe.py"
+        p.write_text(PIPE.replace("configs/cam/a.py", os.path.join(repo, config)))
+        assert get_value(p, "weak.train_reads_proposals") == expected, config
+    p.write_text(PIPE)  # config file missing: assume proposals are read (the safe order)
+    assert get_value(p, "weak.train_reads_proposals") == "1"

@@ -31,8 +31,27 @@ def load_pipeline(path: str | os.PathLike) -> dict:
     return Config.fromfile(str(path)).to_dict()
 
 
+def weak_trains_on_proposals(pipeline: dict) -> bool:
+    """Whether the pipeline's weak config trains on proposals (its ``train_reads_proposals``,
+    default True; False for the CAM head). Read without importing the model code."""
+    from mmengine.config import Config
+
+    config = (pipeline.get("weak") or {}).get("config")
+    if not config or not Path(config).is_file():
+        return True
+    cfg = Config.fromfile(str(config), import_custom_modules=False)
+    return bool(cfg.get("train_reads_proposals", True))
+
+
+# values computed from the pipeline rather than read from it
+DERIVED = {"weak.train_reads_proposals": weak_trains_on_proposals}
+
+
 def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
-    """A dotted key of a pipeline file as text (for the Makefile), e.g. ``weak.config``."""
+    """A dotted key of a pipeline file as text (for the Makefile), e.g. ``weak.config``; or a
+    value derived from it (:data:`DERIVED`, e.g. ``weak.train_reads_proposals``)."""
+    if key in DERIVED:
+        return str(int(DERIVED[key](load_pipeline(path))))
     node: object = load_pipeline(path)
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:

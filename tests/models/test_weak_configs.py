@@ -67,6 +67,9 @@ def test_config_builds(path):
     register_all_modules()
     cfg = _no_download(_cfg(path))
     assert cfg.default_scope == "mmdet"
+    # only the CAM head trains without proposals (its loss pools the whole map); `wsod weak` and
+    # the Makefile read this key to train it before the proposals exist
+    assert cfg.get("train_reads_proposals", True) == (cfg.model.roi_head.type != "WSODCAMHead")
     assert "wsod.models" in cfg.custom_imports.imports
     assert cfg.train_cfg.type == "IterBasedTrainLoop"
     assert cfg.test_evaluator.type == "WSODDumpCocoResults"

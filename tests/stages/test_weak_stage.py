@@ -140,15 +140,13 @@ def test_cam_image_scores_on_whole_image_proposals_rescore_a_detector(voc_inputs
     cam = REPO / "configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py"
     fast = {k: v for k, v in FAST.items() if "num_sample" not in k}
     work = tmp_path / "cam"
-    run(
-        cam,
-        work,
-        train_split=split_path,
-        train_proposals=whole,
-        infer=[],
-        cfg_options=fast,
-        max_iters=1,
-    )
+    # the CAM trains on whole images: no training proposals, and then no default detection
+    trained = run(cam, work, train_split=split_path, cfg_options=fast, max_iters=1)
+    assert trained["iterations"] == 1 and trained["outputs"] == {}
+    model = json.loads((work / "weak_model.json").read_text())
+    assert model["checkpoint"] == trained["checkpoint"]
+    meta = json.loads((work / "weak_model.json.meta.json").read_text())
+    assert [Path(p).name for p in meta["inputs_sha256"]] == [split_path.name]
     out = tmp_path / "image_scores.json"
     image_mode = {
         **fast,
@@ -176,8 +174,10 @@ def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
     from wsod.stages.weak import WeakStageError, run
 
     split_path, pkl, _ = voc_inputs
-    with pytest.raises(WeakStageError, match="together"):
-        run(CONFIG, tmp_path, train_split=split_path)
+    with pytest.raises(WeakStageError, match="trains on proposals"):
+        run(CONFIG, tmp_path, train_split=split_path)  # OICR: proposals are its input
+    with pytest.raises(WeakStageError, match="needs the split"):
+        run(CONFIG, tmp_path, train_proposals=pkl, infer=[(split_path, pkl, None)])
     with pytest.raises(WeakStageError, match="no such proposal file"):
         run(CONFIG, tmp_path, train_split=split_path, train_proposals=tmp_path / "none.pkl")
     with pytest.raises(WeakStageError, match="no checkpoint"):

@@ -27,6 +27,13 @@ EXAMPLES = """examples:
       --infer work_dirs/voc07/data/train.json:work_dirs/voc07/proposals/train.pkl:work_dirs/voc07/weak/train_dets.json \\
       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl:work_dirs/voc07/weak/val_dets.json
 
+  # the CAM trains on whole images (no proposals needed), then detects once proposals exist
+  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \
+      --work-dir work_dirs/voc07/weak --train-split work_dirs/voc07/data/train.json
+  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \
+      --work-dir work_dirs/voc07/weak \
+      --infer work_dirs/voc07/data/train.json:work_dirs/voc07/proposals/train.pkl
+
   # the demo dataset, a 50-step smoke run
   wsod weak --config configs/oicr/oicr_mobilenetv2_demo.py --work-dir work_dirs/demo/weak \\
       --train-split work_dirs/demo/data/train.json \\
@@ -90,6 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="detect on a split after training (repeatable) [the training split -> "
         "<work-dir>/train_dets.json]",
     )
+    p.add_argument(
+        "--no-infer",
+        action="store_true",
+        help="train only (detect later: the same command without --train-split, with --infer)",
+    )
     add_config_options(p, "train_dataloader.batch_size=1")
     add_resume_option(p)
     p.add_argument(
@@ -144,6 +156,10 @@ def execute(args: argparse.Namespace) -> int:
     if not args.import_file and (not args.config or not args.work_dir):
         raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
     kwargs = training_kwargs(args, _NAMES, parse_infer)
+    if getattr(args, "no_infer", False):
+        if kwargs.get("infer"):
+            raise ValueError("--no-infer and --infer contradict each other; give one")
+        kwargs["infer"] = []
     summary = run(args.config, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

@@ -68,7 +68,9 @@ class WSODWeakDataset(BaseDetDataset):
     Args:
         ann_file: the split json written by ``wsod data`` (``<split>.json``).
         data_root: image root; ``None`` takes the split's ``info.data_root``.
-        proposal_file: proposals (.pkl mmdet contract, or its .npz twin).
+        proposal_file: proposals (.pkl mmdet contract, or its .npz twin); None: one
+            whole-image box per image, for models that train on images alone (the CAM head:
+            configs with ``train_reads_proposals = False``).
         filter_empty: drop images without any label (training only: they teach no class).
         seed_file: optional detections of another weak detector on this split (COCO results
             json, see the module docstring); each item gets ``seeds`` (bboxes x1y1x2y2, scores,
@@ -113,6 +115,12 @@ class WSODWeakDataset(BaseDetDataset):
                     "instances": [],
                 }
             )
+            if self.proposal_file is None:
+                w, h = float(im["width"]), float(im["height"])
+                data_list[-1]["proposals"] = {
+                    "bboxes": np.array([[0.0, 0.0, w, h]], np.float32),
+                    "scores": np.ones(1, np.float32),
+                }
         if self.seed_file:
             self._attach_seeds(data_list, split, index_of)
         return data_list

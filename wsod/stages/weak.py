@@ -4,9 +4,11 @@ Inputs:
     * ``config``: an mmdet config of a weak detector (``configs/oicr/*``, ``configs/wsddn/*``);
     * ``train_split``: a weak-label split json (``wsod data``): images + image-level labels,
       **no boxes**; ``train_proposals``: its proposals (``wsod proposals``, mmdet's proposal
-      contract .pkl, the .npz twin is preferred);
+      contract .pkl, the .npz twin is preferred), not needed by configs that train on whole
+      images (``train_reads_proposals = False``: the CAM head);
     * ``infer``: ``(split_json, proposals_pkl, out_json)`` triples to detect on after training
-      (default: the training split itself -> ``<work_dir>/train_dets.json``).
+      (default: the training split itself -> ``<work_dir>/train_dets.json``; ``[]``: train
+      only, detect later with ``train_split=None``).
 
 Outputs (in ``work_dir``): mmengine checkpoints and logs, ``weak_config.py`` (the resolved
 config), ``weak_model.json`` (checkpoint, iterations, classes), and per inference split a COCO
@@ -65,19 +67,32 @@ def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
 
 
 def _set_dataset(
-    ds_cfg: Any, split_path: str | os.PathLike, split: Mapping, proposals: str | os.PathLike
+    ds_cfg: Any,
+    split_path: str | os.PathLike,
+    split: Mapping,
+    proposals: str | os.PathLike | None,
 ) -> None:
-    """Point a dataloader's dataset config at a split + its proposals (absolute paths)."""
+    """Point a dataloader's dataset config at a split + its proposals (absolute paths; None:
+    one whole-image box per image, for models that train on images alone)."""
     while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
         ds_cfg = ds_cfg.dataset
-    if not Path(proposals).is_file() and not Path(proposals).with_suffix(".npz").is_file():
+    if proposals is not None and not (
+        Path(proposals).is_file() or Path(proposals).with_suffix(".npz").is_file()
+    ):
         raise WeakStageError(
             f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
         )
     ds_cfg.ann_file = str(Path(split_path).resolve())
     ds_cfg.data_root = str(_data_root(split, split_path))
-    ds_cfg.proposal_file = str(Path(proposals).resolve())
+    ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
+
+
+def trains_on_proposals(cfg: Any) -> bool:
+    """Whether a weak config's training reads proposals (``train_reads_proposals``, default
+    True). The CAM head trains on whole images: its training needs only the split, so `make`
+    can train it while the proposals are still being computed."""
+    return bool(cfg.get("train_reads_proposals", True))
 
 
 def _set_num_classes(cfg: Any, num_classes: int) -> None:
@@ -113,10 +128,12 @@ def run(
         work_dir: checkpoints, logs, resolved config, default outputs.
         train_split: weak-label split json to train on (None: no training, infer with the work
             dir's last checkpoint or the config's ``load_from``).
-        train_proposals: proposals of ``train_split``.
+        train_proposals: proposals of ``train_split``; may be None when the config trains on
+            whole images (``train_reads_proposals = False``, the CAM head).
         infer: ``(split_json, proposals, out_json)`` triples; ``out_json`` None ->
-            ``<work_dir>/<split stem>_dets.json``. Default with ``train_split``:
-            ``[(train_split, train_proposals, <work_dir>/train_dets.json)]``.
+            ``<work_dir>/<split stem>_dets.json``; ``[]``: train only. Default with
+            ``train_split`` and ``train_proposals``: ``[(train_split, train_proposals,
+            <work_dir>/train_dets.json)]``.
         cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
         resume: continue from the work dir's last checkpoint when it is from the same run
             (config, seed, training inputs); another run's checkpoints are moved to
@@ -156,10 +173,8 @@ def run(
     if config is None or work_dir is None:
         raise WeakStageError("config and work_dir are required (--config, --work-dir)")
     work_dir = Path(work_dir).resolve()
-    if (train_split is None) != (train_proposals is None):
-        raise WeakStageError(
-            "give train_split and train_proposals together (--train-split, --train-proposals)"
-        )
+    if train_split is None and train_proposals is not None:
+        raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
 
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train = contracts.load_split(train_split) if train_split is not None else None
@@ -177,6 +192,11 @@ def run(
         classes = contracts.category_names(infer_splits[0])
 
     cfg = load_weak_config(config, cfg_options)
+    if train_split is not None and train_proposals is None and trains_on_proposals(cfg):
+        raise WeakStageError(
+            f"{config}: this detector trains on proposals; give the training split's "
+            "(--train-proposals, from `wsod proposals`)"
+        )
     if classes is not None:
         _set_num_classes(cfg, len(classes))
     rn.set_runtime(cfg, work_dir, seed, launcher)
@@ -194,7 +214,7 @@ def run(
                 f"{seed_file}: no such seed file (train_dataloader.dataset.seed_file); give "
                 "another weak detector's train_dets.json"
             )
-        inputs = [train_split, train_proposals] + ([seed_file] if seed_file else [])
+        inputs = [p for p in (train_split, train_proposals, seed_file) if p]
         fingerprint = rn.run_fingerprint(cfg, inputs)
         run_file = work_dir / "weak_run.json"
         resumed_from = None
@@ -223,7 +243,7 @@ def run(
             },
             indent=2,
             config=train_cfg.to_dict(),
-            inputs=[train_split, train_proposals],
+            inputs=[p for p in (train_split, train_proposals) if p],
             **meta,
         )
     else:
@@ -254,7 +274,7 @@ def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[
     if infer is None:
         infer = (
             []
-            if train_split is None
+            if train_split is None or train_proposals is None
             else [(train_split, train_proposals, work_dir / "train_dets.json")]
         )
     triples = []

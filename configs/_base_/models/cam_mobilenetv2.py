@@ -1,6 +1,9 @@
 # CAM black box: a multi-label classifier (ImageNet MobileNetV2 + 1x1 conv + global average
 # pooling, BCE on image labels) whose class activation maps score the proposals at test time.
 # The cheapest weak detector on CPU: no RoI pooling in training.
+# Training reads no proposals (each image gets one whole-image box): `wsod weak` needs no
+# --train-proposals and `make` trains it while the proposals are computed.
+train_reads_proposals = False
 model = dict(
     type='WSODWeakDetector',
     data_preprocessor=dict(
