@@ -31,8 +31,8 @@ denoise = dict(strategies=[
 # an earlier run 17.3; x the black box's class probability 17.7 +- 1.5; fsd 32.4 +- 1.8 over
 # three trainings; ~50-70 min each. One run each, within that spread: 15.1 with top-1 labels
 # on all images, 10.9 on the 2k CAM's). Whole pipeline ~3 h 27 min, 3.3 GB; `make -j2 all`
-# trains the reference beside the weak path (strong + fsd at once: 1 h 19 min instead of
-# ~1 h 40; docs/results.md).
+# trains the CAM beside the proposals and the reference beside the weak path: 2 h 27 min from
+# scratch, 4.6 GB (docs/results.md, "Two stages at once").
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py',
     seed=0)
