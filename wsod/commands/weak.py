@@ -28,10 +28,10 @@ EXAMPLES = """examples:
       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl:work_dirs/voc07/weak/val_dets.json
 
   # the CAM trains on whole images (no proposals needed), then detects once proposals exist
-  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \
+  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \\
       --work-dir work_dirs/voc07/weak --train-split work_dirs/voc07/data/train.json
-  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \
-      --work-dir work_dirs/voc07/weak \
+  wsod weak --config configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/voc07/weak \\
       --infer work_dirs/voc07/data/train.json:work_dirs/voc07/proposals/train.pkl
 
   # the demo dataset, a 50-step smoke run
