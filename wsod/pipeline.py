@@ -36,11 +36,12 @@ def weak_trains_on_proposals(pipeline: dict) -> bool:
     default True; False for the CAM head). Read without importing the model code."""
     from mmengine.config import Config
 
+    from wsod.stages.weak import trains_on_proposals
+
     config = (pipeline.get("weak") or {}).get("config")
     if not config or not Path(config).is_file():
         return True
-    cfg = Config.fromfile(str(config), import_custom_modules=False)
-    return bool(cfg.get("train_reads_proposals", True))
+    return trains_on_proposals(Config.fromfile(str(config), import_custom_modules=False))
 
 
 # values computed from the pipeline rather than read from it
