@@ -189,10 +189,13 @@ $(RESCORED)/fsd_val_dets.json: $(FSDDIR)/val_dets.json $(BLACK_BOX_SCORES) $(DAT
 	$(WSOD) rescore --detections $< --black-box $(BLACK_BOX_SCORES) --split $(DATA)/val.json \
 	    --out $@
 # the CAM black box as an image classifier: one whole-image box per class, scored by its
-# probability (same checkpoint as the weak detections)
+# probability (same checkpoint as the weak detections). Only the rescored rows at the end read
+# it: the order-only prerequisite keeps `make -j2` from running it before de-noise, where it
+# held up the strong training (~3 min on VOC).
 $(PROPS)/val_whole.pkl: $(DATA)/val.json
 	$(WSOD) proposals --split $< --out $@ --method whole_image
-$(WEAK)/val_image_scores.json: $(WEAK)/weak_model.json $(PROPS)/val_whole.pkl $(DATA)/val.json
+$(WEAK)/val_image_scores.json: $(WEAK)/weak_model.json $(PROPS)/val_whole.pkl $(DATA)/val.json \
+		| $(DENOISE)/pseudo_train.json
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
 	    --cfg-options model.roi_head.score_mode=image model.roi_head.test_cfg.score_thr=0 \
 	    --infer $(DATA)/val.json:$(PROPS)/val_whole.pkl:$@

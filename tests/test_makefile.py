@@ -124,3 +124,18 @@ def test_weak_training_waits_for_proposals_only_when_it_reads_them(tmp_path):
     lines, train, detect, props = weak_commands(wsddn)
     assert f"--train-proposals {run}/proposals/train.pkl" in lines[train]
     assert min(props) < train < detect
+
+
+def test_image_scores_wait_for_denoise(tmp_path):
+    """The black box's image scores feed only the rescored rows: de-noise (and so the strong
+    training) comes first, also under `make -j2` (order-only prerequisite)."""
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={REPO}/pipelines/voc07_cpu.py"))
+    lines = [ln for ln in out.splitlines() if "-m wsod" in ln]
+    scores = next(
+        i for i, ln in enumerate(lines) if "val_image_scores.json" in ln and "wsod weak" in ln
+    )
+    denoise = next(i for i, ln in enumerate(lines) if "wsod denoise" in ln)
+    assert denoise < scores
+    makefile = re.sub(r"\\\n\s*", " ", (REPO / "Makefile").read_text())  # join continued lines
+    rule = re.search(r"^\$\(WEAK\)/val_image_scores\.json:(.*)$", makefile, re.M)
+    assert rule and "| $(DENOISE)/pseudo_train.json" in rule.group(1)
