@@ -89,6 +89,32 @@ def test_zones_score_each_region_alone():
     assert torch.equal(cam_box_scores(one, boxes, split_zones=True), cam_box_scores(one, boxes))
 
 
+def test_context_prefers_one_instance_over_two_and_over_a_part():
+    cam = torch.zeros(1, 30, 60)
+    cam[0, 10:20, 5:15] = 1.0  # two separate instances
+    cam[0, 10:20, 40:50] = 1.0
+    boxes = torch.tensor(
+        [
+            [5.0, 10, 15, 20],  # one instance, tight
+            [5, 10, 50, 20],  # both and the dark gap between them
+            [7, 12, 13, 18],  # a part: the rest of the object lies in its frame
+            [0, 0, 60, 30],  # the whole image: frame outside the image counts as dark
+        ]
+    )
+    s = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0)[:, 0]
+    # tight box: inside mean 1, frame 20 x 20 - 100 = 300 pixels of which none is active
+    assert torch.isclose(s[0], torch.tensor(1.0))
+    # both: inside 200 / 450; frame 90 x 20 - 450 = 1350 pixels, all inside the image dark
+    assert torch.isclose(s[1], torch.tensor(200 / 450))
+    # part: inside 1; frame 12 x 12 box minus 36 = 108 pixels, 100 - 36 = 64 of them active
+    assert torch.isclose(s[2], torch.tensor(1 - 64 / 108))
+    # whole image: inside 200 / 1800, frame (120 x 60 - 1800) outside the image: 0
+    assert torch.isclose(s[3], torch.tensor(200 / 1800))
+    assert s.argmax() == 0
+    # mass - area (the default) takes in both instances instead
+    assert cam_box_scores(cam, boxes)[:, 0].argmax() == 1
+
+
 def test_classifier_learns_and_predicts():
     torch.manual_seed(0)
     head = WSODCAMHead(

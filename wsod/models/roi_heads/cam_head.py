@@ -10,6 +10,7 @@ much of the image it covers::
 
     mass_minus_area:  score = mass_in / mass_total - a x area_box / area_image
     mean_in_out:      score = mean CAM inside - mean CAM outside
+    context:          score = mean CAM inside - mean CAM in the frame around the box
     thresholded:      score = sum over the box of (CAM - t) / sum over the image of max(CAM - t, 0)
     image:            score = 1 (every box gets the class probability alone)
 
@@ -19,6 +20,12 @@ whole_image``) turns the black box into its image classifier: one box per class 
 class probability, the image-level confidence ``wsod rescore`` can multiply another detector's
 scores by without proposals at test time. Sums over boxes use a summed-area table, so 1000
 proposals x 20 classes cost a few ms. Boxes are x1y1x2y2 in input pixels inside the model.
+
+``context`` is the contrastive context score of ContextLocNet (Kantorov et al. 2016) on the CAM:
+the frame is the box enlarged ``context_ratio`` times (width and height) minus the box, with
+the image outside counted as no activation. A box around one of several separate instances
+keeps a dark frame; a box spanning two of them takes in the dark gap between them, and a part
+of an object has the rest of the object in its frame.
 
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
 the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
@@ -100,14 +107,15 @@ def cam_box_scores(
     power: float = 1.0,
     split_zones: bool = False,
     min_zone_share: float = 0.05,
+    context_ratio: float = 1.8,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
     Args:
         cam: (C, H, W) non-negative maps, each divided by its maximum.
         boxes: (R, 4) x1y1x2y2 in map pixels.
-        mode: ``mass_minus_area``, ``mean_in_out``, ``thresholded`` or ``image`` (see the
-            module docstring).
+        mode: ``mass_minus_area``, ``mean_in_out``, ``context``, ``thresholded`` or ``image``
+            (see the module docstring).
         thr: the threshold ``t`` of ``thresholded`` (a fraction of each map's maximum).
         area_weight: ``a`` of ``mass_minus_area``.
         power: maps are raised to this power first (> 1 sharpens the peaks: the blurred halo
@@ -118,6 +126,8 @@ def cam_box_scores(
             mass alone, keeping the best: a box holding one region scores as before, a box
             spanning two regions loses the mass of all but one while paying for its whole area.
         min_zone_share: regions with less of the mass above the threshold do not form a zone.
+        context_ratio: ``context`` only: the frame's outer box is the box scaled by this
+            factor about its centre.
 
     Returns:
         (R, C) scores >= 0.
@@ -154,6 +164,13 @@ def cam_box_scores(
     elif mode == "mean_in_out":
         outside = total - inside
         score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
+    elif mode == "context":
+        centre = (b[:, :2] + b[:, 2:]) / 2
+        half = (b[:, 2:] - b[:, :2]).clamp(min=1) * (context_ratio / 2)
+        outer = torch.cat([centre - half, centre + half], dim=1)
+        outer_area = (half[:, 0] * half[:, 1] * 4).round()[:, None]  # unclipped: outside = 0
+        frame = box_sums(integral, outer) - inside
+        score = inside / area.clamp(min=1) - frame / (outer_area - area).clamp(min=1)
     else:
         raise ValueError(f"unknown CAM box score mode {mode!r}")
     return score.clamp(min=0)
@@ -169,12 +186,14 @@ class WSODCAMHead(BaseModule):
         featmap_stride: its stride (to map proposals onto it).
         in_index: which backbone output to use.
         dropout: dropout on the feature map before the classifier.
-        score_mode: ``mass_minus_area``, ``mean_in_out``, ``thresholded`` or ``image``.
+        score_mode: ``mass_minus_area``, ``mean_in_out``, ``context``, ``thresholded`` or
+            ``image``.
         cam_thr: threshold of ``thresholded`` (fraction of each CAM's maximum).
         area_weight: area penalty of ``mass_minus_area`` (> 1: tighter boxes).
         cam_power: normalised CAMs are raised to this power before scoring (1: as they are).
         split_zones: score boxes against each separate activated region's zone
             (:func:`cam_box_scores`).
+        context_ratio: outer size of ``context``'s frame, relative to the box.
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
@@ -192,6 +211,7 @@ class WSODCAMHead(BaseModule):
         cam_power: float = 1.0,
         split_zones: bool = False,
         min_zone_share: float = 0.05,
+        context_ratio: float = 1.8,
         upsample: int = 4,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
@@ -206,6 +226,7 @@ class WSODCAMHead(BaseModule):
         self.cam_power = cam_power
         self.split_zones = split_zones
         self.min_zone_share = min_zone_share
+        self.context_ratio = context_ratio
         self.upsample = upsample
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -264,6 +285,7 @@ class WSODCAMHead(BaseModule):
                 self.cam_power,
                 self.split_zones,
                 self.min_zone_share,
+                self.context_ratio,
             )
             out.append(box_scores * probs[i])
         return out
