@@ -216,3 +216,24 @@ def test_proposal_scores_localise_in_input_pixels():
     scores = head.proposal_class_scores((feats,), [boxes], None, metas)[0][:, 0]
     assert scores.argmax() == 0 and scores[0] > 0.4  # bilinear upsampling spreads the cell
     assert scores[1] == 0 and scores[2] == 0
+
+
+def test_head_context_mode_picks_one_of_two_instances():
+    """Through the head (input pixels, upsampled CAM): two active cells far apart; the box
+    around one beats the box around both, which the default score prefers."""
+    feats = torch.zeros(1, 1, 6, 12)  # input 96x192 (stride 16)
+    feats[0, 0, 2, 2] = 10.0  # input x 32-48, y 32-48
+    feats[0, 0, 2, 9] = 10.0  # input x 144-160, y 32-48
+    boxes = torch.tensor([[24.0, 24.0, 56.0, 56.0], [24.0, 24.0, 168.0, 56.0]])
+    metas = [dict(img_shape=(96, 192))]
+
+    def scores(**kw):
+        head = WSODCAMHead(num_classes=1, in_channels=1, featmap_stride=16, upsample=2, **kw)
+        with torch.no_grad():
+            head.fc_cls.weight.fill_(1.0)
+            head.fc_cls.bias.zero_()
+        return head.proposal_class_scores((feats,), [boxes], None, metas)[0][:, 0]
+
+    assert scores().argmax() == 1  # mass - area: both instances in one box
+    ctx = scores(score_mode="context", context_ratio=2.0)
+    assert ctx.argmax() == 0 and ctx[0] > 2 * ctx[1]
