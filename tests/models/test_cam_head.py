@@ -218,6 +218,20 @@ def test_proposal_scores_localise_in_input_pixels():
     assert scores[1] == 0 and scores[2] == 0
 
 
+def test_context_mass_prefers_the_object_over_its_peak():
+    cam = torch.zeros(1, 30, 30)
+    cam[0, 10:20, 10:20] = 0.3  # an object ...
+    cam[0, 14:17, 14:17] = 1.0  # ... with a strong peak
+    boxes = torch.tensor([[14.0, 14, 17, 17], [10, 10, 20, 20]])  # the peak, the object
+    alone = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0)[:, 0]
+    # peak: inside 1, frame 6 x 6 - 9 = 27 pixels at 0.3; object: inside 36.3 / 100, frame dark
+    assert torch.allclose(alone, torch.tensor([0.7, 0.363]), atol=1e-5)
+    mass = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0, context_mass=2.0)[:, 0]
+    total = 9 + 91 * 0.3
+    expected = torch.tensor([0.7 * (9 / total) ** 2, 0.363])
+    assert torch.allclose(mass, expected, atol=1e-5) and mass.argmax() == 1
+
+
 def test_head_context_mode_picks_one_of_two_instances():
     """Through the head (input pixels, upsampled CAM): two active cells far apart; the box
     around one beats the box around both, which the default score prefers."""

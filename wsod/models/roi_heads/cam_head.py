@@ -10,7 +10,8 @@ much of the image it covers::
 
     mass_minus_area:  score = mass_in / mass_total - a x area_box / area_image
     mean_in_out:      score = mean CAM inside - mean CAM outside
-    context:          score = mean CAM inside - mean CAM in the frame around the box
+    context:          score = (mean CAM inside - mean CAM in the frame around the box)
+                              x (mass_in / mass_total) ** m
     thresholded:      score = sum over the box of (CAM - t) / sum over the image of max(CAM - t, 0)
     image:            score = 1 (every box gets the class probability alone)
 
@@ -25,7 +26,9 @@ proposals x 20 classes cost a few ms. Boxes are x1y1x2y2 in input pixels inside 
 the frame is the box enlarged ``context_ratio`` times (width and height) minus the box, with
 the image outside counted as no activation. A box around one of several separate instances
 keeps a dark frame; a box spanning two of them takes in the dark gap between them, and a part
-of an object has the rest of the object in its frame.
+of an object has the rest of the object in its frame. The contrast alone (``m = 0``,
+``context_mass``) favours small boxes on a peak; ``m = 2`` brings whole objects back (VOC:
+docs/results.md, "contrast with the surroundings").
 
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
 the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
@@ -108,6 +111,7 @@ def cam_box_scores(
     split_zones: bool = False,
     min_zone_share: float = 0.05,
     context_ratio: float = 1.8,
+    context_mass: float = 0.0,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
@@ -128,6 +132,9 @@ def cam_box_scores(
         min_zone_share: regions with less of the mass above the threshold do not form a zone.
         context_ratio: ``context`` only: the frame's outer box is the box scaled by this
             factor about its centre.
+        context_mass: ``context`` only: the contrast is multiplied by the box's share of the
+            map's mass to this power (0: the contrast alone, which favours small boxes on a
+            peak).
 
     Returns:
         (R, C) scores >= 0.
@@ -171,6 +178,8 @@ def cam_box_scores(
         outer_area = (half[:, 0] * half[:, 1] * 4).round()[:, None]  # unclipped: outside = 0
         frame = box_sums(integral, outer) - inside
         score = inside / area.clamp(min=1) - frame / (outer_area - area).clamp(min=1)
+        if context_mass:
+            score = score.clamp(min=0) * (inside / total).clamp(min=0).pow(context_mass)
     else:
         raise ValueError(f"unknown CAM box score mode {mode!r}")
     return score.clamp(min=0)
@@ -194,6 +203,7 @@ class WSODCAMHead(BaseModule):
         split_zones: score boxes against each separate activated region's zone
             (:func:`cam_box_scores`).
         context_ratio: outer size of ``context``'s frame, relative to the box.
+        context_mass: ``context``'s contrast x (the box's share of the mass) ** this.
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
@@ -212,6 +222,7 @@ class WSODCAMHead(BaseModule):
         split_zones: bool = False,
         min_zone_share: float = 0.05,
         context_ratio: float = 1.8,
+        context_mass: float = 0.0,
         upsample: int = 4,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
@@ -227,6 +238,7 @@ class WSODCAMHead(BaseModule):
         self.split_zones = split_zones
         self.min_zone_share = min_zone_share
         self.context_ratio = context_ratio
+        self.context_mass = context_mass
         self.upsample = upsample
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -286,6 +298,7 @@ class WSODCAMHead(BaseModule):
                 self.split_zones,
                 self.min_zone_share,
                 self.context_ratio,
+                self.context_mass,
             )
             out.append(box_scores * probs[i])
         return out
