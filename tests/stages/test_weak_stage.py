@@ -168,6 +168,14 @@ def test_cam_image_scores_on_whole_image_proposals_rescore_a_detector(voc_inputs
     assert dets and all(d["score"] <= prob[d["image_id"], d["category_id"]] + 1e-6 for d in dets)
     rescored = rescore.rescore_detections(dets, prob)
     assert len(rescored) == len(dets)
+    # the context-scored config on the same checkpoint: other boxes, the same probability cap
+    context = REPO / "configs/cam/cam_mobilenetv2_4k-context_voc07-train_voc07-val.py"
+    ctx_out = tmp_path / "ctx_dets.json"
+    ckpt = {**fast, "load_from": trained["checkpoint"]}
+    run(context, tmp_path / "ctx", infer=[(split_path, voc_inputs[1], ctx_out)], cfg_options=ckpt)
+    ctx = contracts.load_detections(ctx_out, split)
+    assert ctx and all(d["score"] <= prob[d["image_id"], d["category_id"]] + 1e-6 for d in ctx)
+    assert {tuple(d["bbox"]) for d in ctx} != {tuple(d["bbox"]) for d in dets}
 
 
 def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
