@@ -179,7 +179,7 @@ def cam_box_scores(
         frame = box_sums(integral, outer) - inside
         score = inside / area.clamp(min=1) - frame / (outer_area - area).clamp(min=1)
         if context_mass:
-            score = score.clamp(min=0) * (inside / total).clamp(min=0).pow(context_mass)
+            score = score * (inside / total).clamp(min=0).pow(context_mass)  # < 0 stays < 0
     else:
         raise ValueError(f"unknown CAM box score mode {mode!r}")
     return score.clamp(min=0)
