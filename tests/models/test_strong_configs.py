@@ -291,7 +291,9 @@ def test_ignore_regions_reach_the_assigners(voc_root, tmp_path):
             assert result.gt_inds.tolist() == expected, (stage, path.name)
 
 
-BG03 = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+BG03 = (
+    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+)
 CPU4E = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
 
 
@@ -307,7 +309,9 @@ def test_background_weight_scales_only_background_rois():
     a.roi_head.bbox_head.pop("loss_cls")
     b.roi_head.bbox_head.pop("loss_cls")
     assert a == b
-    assert weighted.train_cfg == plain.train_cfg and weighted.param_scheduler == plain.param_scheduler
+    assert (
+        weighted.train_cfg == plain.train_cfg and weighted.param_scheduler == plain.param_scheduler
+    )
     loss_w = MODELS.build(weighted.model.roi_head.bbox_head.loss_cls)
     loss_p = MODELS.build(plain.model.roi_head.bbox_head.loss_cls)
     torch.manual_seed(0)
