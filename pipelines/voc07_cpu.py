@@ -26,7 +26,7 @@ denoise = dict(strategies=[
 # measured, not adopted: + dict(type='ignore_regions', rel_score=0.5, max_overlap=0.3) with the
 # cpu-4e-ignore strong config and fsd_config = the cpu-4e config: strong 16.8 (person and dog
 # up, train and sofa down; docs/results.md)
-# Faster R-CNN MobileNetV2-FPN, 4 epochs (measured on these pseudo labels: strong val mAP
+# Before: Faster R-CNN MobileNetV2-FPN cpu-4e, 4 epochs (measured on these pseudo labels: strong val mAP
 # 14.0 +- 2.6 over four trainings = 10.0/15.2/15.2 (seeds 0/1/2) and 15.4 (seed 0, 1 thread),
 # an earlier run 17.3; x the black box's class probability 17.7 +- 1.5; fsd 32.4 +- 1.8 over
 # three trainings; ~50-70 min each. One run each, within that spread: 15.1 with top-1 labels
@@ -34,9 +34,9 @@ denoise = dict(strategies=[
 # trains the CAM beside the proposals and the reference beside the weak path: 2 h 27 min from
 # scratch, 4.6 GB (docs/results.md, "Two stages at once").
 # The cpu-4e config with the RoI head's background loss weighted 0.3 (unlabelled objects are
-# sampled as background): seeds 0 / 1 scored 16.8 / 16.9 against 14.1 / 15.4 for cpu-4e trained
-# the same way on the same labels, on another class's object 16 % of the top detections vs 22 %
-# (docs/results.md, "Background weight"). The reference (fsd) uses the same config.
+# sampled as background): strong 16.9 +- 0.1 over three trainings (cpu-4e: 14.0 +- 2.6; 14.1 /
+# 15.4 on these labels), fewer confusions between classes; the reference (fsd, same config)
+# 32.9; `make -j2 all` resuming the black box: 46 min 50 s (docs/results.md, "Background weight").
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py',
     seed=0)

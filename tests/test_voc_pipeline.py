@@ -108,6 +108,13 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
             for d in rescored:
                 assert d["score"] <= best[(d["image_id"], d["category_id"], tuple(d["bbox"]))]
 
+    # the pipeline's strong config and its reference (same config): background class 0.3
+    from mmengine.config import Config
+
+    for resolved in (run / "strong/strong_config.py", run / "fsd/fsd_strong_config.py"):
+        loss_cls = Config.fromfile(str(resolved)).model.roi_head.bbox_head.loss_cls
+        assert loss_cls.class_weight == [1.0] * 20 + [0.3], resolved
+
     # every long stage held a CPU slot (wsod/utils/cpu_share.py) and gave it back
     assert (tmp_path / "jobs").is_dir() and not list((tmp_path / "jobs").iterdir())
 
