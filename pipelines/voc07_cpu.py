@@ -26,8 +26,8 @@ denoise = dict(strategies=[
 # measured, not adopted: + dict(type='ignore_regions', rel_score=0.5, max_overlap=0.3) with the
 # cpu-4e-ignore strong config and fsd_config = the cpu-4e config: strong 16.8 (person and dog
 # up, train and sofa down; docs/results.md)
-# Before: Faster R-CNN MobileNetV2-FPN cpu-4e, 4 epochs (measured on these pseudo labels: strong val mAP
-# 14.0 +- 2.6 over four trainings = 10.0/15.2/15.2 (seeds 0/1/2) and 15.4 (seed 0, 1 thread),
+# Before: Faster R-CNN MobileNetV2-FPN cpu-4e, 4 epochs (measured on these pseudo labels:
+# strong val mAP 14.0 +- 2.6 over four trainings = 10.0/15.2/15.2 (seeds 0/1/2) and 15.4 (seed 0, 1 thread),
 # an earlier run 17.3; x the black box's class probability 17.7 +- 1.5; fsd 32.4 +- 1.8 over
 # three trainings; ~50-70 min each. One run each, within that spread: 15.1 with top-1 labels
 # on all images, 10.9 on the 2k CAM's). Whole pipeline ~3 h 27 min, 3.3 GB; `make -j2 all`

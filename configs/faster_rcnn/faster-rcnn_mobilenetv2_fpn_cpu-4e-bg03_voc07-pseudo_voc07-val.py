@@ -15,11 +15,6 @@ _base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py'
 
 num_classes = 20
 background_weight = 0.3
-model = dict(
-    roi_head=dict(
-        bbox_head=dict(
-            loss_cls=dict(
-                type='CrossEntropyLoss',
-                use_sigmoid=False,
-                loss_weight=1.0,
-                class_weight=[1.0] * num_classes + [background_weight]))))
+# merged into the inherited loss_cls (mmdet's softmax CrossEntropyLoss, weight 1)
+model = dict(roi_head=dict(bbox_head=dict(
+    loss_cls=dict(class_weight=[1.0] * num_classes + [background_weight]))))
