@@ -36,7 +36,8 @@ denoise = dict(strategies=[
 # The cpu-4e config with the RoI head's background loss weighted 0.3 (unlabelled objects are
 # sampled as background): strong 16.9 +- 0.1 over three trainings (cpu-4e: 14.0 +- 2.6; 14.1 /
 # 15.4 on these labels), fewer confusions between classes; the reference (fsd, same config)
-# 32.9; `make -j2 all` resuming the black box: 46 min 50 s (docs/results.md, "Background weight").
+# 32.9 (docs/results.md, "Background weight"). `make -j2 all` from scratch at a093982: 1 h 34 min,
+# 3.4 GB; weak 21.0, strong 17.5, fsd 33.0 (docs/results.md, headline).
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py',
     seed=0)
