@@ -216,6 +216,7 @@ EXPECTED_ROWS = [
         "data",
         "data/train.json",
         "0:07.0 (7.0 s)",
+        "0.0 -> 0.1",
         "1024.0",
         "eec43f9-dirty",
         "2026-12-02T19:36:28+0000",
@@ -224,6 +225,7 @@ EXPECTED_ROWS = [
         "weak",
         "weak/weak_model.json",
         "6:56.1 (416.1 s)",
+        "2.9 -> 9.9",
         "n/a",
         "ea343e0",
         "2026-12-02T19:46:14+0000",
@@ -232,13 +234,21 @@ EXPECTED_ROWS = [
         "proposals",
         "proposals/train.pkl",
         "2:15.4 (135.4 s)",
+        "11.4 -> 13.7",
         "2048.5",
         "2942490",
         "2026-12-02T19:50:00+0000",
     ],
 ]
-# 7.045 + 416.103 + 135.406 = 558.554 s
-EXPECTED_TOTAL = ["**total**", "3 artifacts (sum of wall times)", "9:18.6 (558.6 s)", "max 2048.5"]
+# 7.045 + 416.103 + 135.406 = 558.554 s; the timeline starts at 19:36:28 - 7.045 s, so the weak
+# stage ran from 176.9 s (19:46:14 - 416.1 s) to 593.0 s and proposals from 683.6 s to 819.0 s
+EXPECTED_TOTAL = [
+    "**total**",
+    "3 artifacts (sum of wall times)",
+    "9:18.6 (558.6 s)",
+    "0.0 -> 13.7",
+    "max 2048.5",
+]
 
 
 def test_cost_rows_total_and_missing_rss(tmp_path: Path):
@@ -261,13 +271,16 @@ def test_cost_rows_total_and_missing_rss(tmp_path: Path):
         "stage",
         "artifact",
         "wall time (m:s)",
+        "start -> end (min)",
         "peak RSS (MB)",
         "git commit",
         "written at",
     ]
     assert rows == EXPECTED_ROWS + [EXPECTED_TOTAL + ["", ""]]
     _, per_stage = run_cost.stage_table(cost)
-    assert per_stage[-1] == ["**run**", "3", "9:18.6 (558.6 s)", "2048.5"]  # disjoint intervals
+    assert per_stage[1] == ["weak", "1", "6:56.1 (416.1 s)", "2.9 -> 9.9", "n/a"]
+    # disjoint intervals: 558.6 s of work over a 13.7-minute span (gaps between the stages)
+    assert per_stage[-1] == ["**run**", "3", "9:18.6 (558.6 s)", "0.0 -> 13.7", "2048.5"]
     assert run_cost.commits(cost) == [
         ("eec43f9-dirty", ["data"]),
         ("ea343e0", ["weak"]),
@@ -293,6 +306,16 @@ def test_cost_formatting_and_overlap():
         {"wall_time_s": None, "written_at": "2026-12-02T12:00:00+0000"},
     ]
     assert run_cost.merged_seconds(rows) == pytest.approx(120.0)
+    # a time without a readable written_at still counts, but has no place on the timeline
+    loose = {"wall_time_s": 5.0, "written_at": "yesterday"}
+    assert run_cost.merged_seconds([*rows, loose]) == pytest.approx(125.0)
+    assert run_cost.interval(loose) is None and run_cost.interval(rows[3]) is None
+    origin = run_cost.run_start([*rows, loose])
+    assert origin == run_cost.interval(rows[0])[0]  # 10:00:00
+    assert (
+        run_cost.format_span(run_cost.interval(rows[2]), origin) == "59.7 -> 60.0"
+    )  # 20 s before 11:00
+    assert run_cost.format_span(None, origin) == "n/a"
 
 
 def test_report_cost_section_and_provenance(evaluated: dict, tmp_path: Path):
@@ -312,8 +335,11 @@ def test_report_cost_section_and_provenance(evaluated: dict, tmp_path: Path):
     assert table[1:] == ["| " + " | ".join(r) + " |" for r in EXPECTED_ROWS] + [
         "| " + " | ".join(EXPECTED_TOTAL) + " |  |  |"
     ]
-    assert "<h2>Cost per stage</h2>" in html and "<td>6:56.1 (416.1 s)</td><td>n/a</td>" in html
-    assert "<td>9:18.6 (558.6 s)</td><td>max 2048.5</td>" in html
+    assert (
+        "<h2>Cost per stage</h2>" in html
+        and "<td>6:56.1 (416.1 s)</td><td>2.9 -&gt; 9.9</td><td>n/a</td>" in html
+    )
+    assert "<td>9:18.6 (558.6 s)</td><td>0.0 -&gt; 13.7</td><td>max 2048.5</td>" in html
     # provenance near the top: before the detector table
     prov = lines.index("## Run provenance")
     assert prov < lines.index("## Detectors side by side (AP@0.5, VOC07 11-point, %)")

@@ -164,18 +164,45 @@ def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = (
     }
 
 
+def interval(row: Mapping) -> tuple[float, float] | None:
+    """``(start, end)`` in epoch seconds: ``[written_at - wall_time_s, written_at]``, or None
+    when either is missing or unreadable."""
+    wall, end = row.get("wall_time_s"), _written_at(row.get("written_at"))
+    if wall is None or end is None:
+        return None
+    return end.timestamp() - float(wall), end.timestamp()
+
+
+def format_span(span: tuple[float, float] | None, origin: float | None) -> str:
+    """``"2.9 -> 9.9"``: start and end in minutes from ``origin``; ``"n/a"`` without a span."""
+    if span is None or origin is None:
+        return "n/a"
+    return f"{(span[0] - origin) / 60:.1f} -> {(span[1] - origin) / 60:.1f}"
+
+
+def run_start(rows: Sequence[Mapping]) -> float | None:
+    """The earliest start of any row (epoch seconds), the origin of the timeline columns."""
+    starts = [iv[0] for iv in map(interval, rows) if iv is not None]
+    return min(starts) if starts else None
+
+
+def _envelope(rows: Sequence[Mapping]) -> tuple[float, float] | None:
+    spans = [iv for iv in map(interval, rows) if iv is not None]
+    return (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+
+
 def merged_seconds(rows: Sequence[Mapping]) -> float:
     """Seconds covered by the rows' ``[written_at - wall_time_s, written_at]`` intervals, overlaps
     counted once (rows without a time or a parseable ``written_at`` are added as they are)."""
     spans, loose = [], 0.0
     for r in rows:
-        wall, end = r.get("wall_time_s"), _written_at(r.get("written_at"))
-        if wall is None:
+        if r.get("wall_time_s") is None:
             continue
-        if end is None:
-            loose += wall
+        span = interval(r)
+        if span is None:
+            loose += float(r["wall_time_s"])
         else:
-            spans.append((end.timestamp() - wall, end.timestamp()))
+            spans.append(span)
     total, cur = loose, None
     for start, end in sorted(spans):
         if cur is not None and start <= cur[1]:
@@ -191,13 +218,24 @@ def merged_seconds(rows: Sequence[Mapping]) -> float:
 
 def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the report's table: one row per artifact, then the total (sum of the
-    rows' wall times) and the max peak RSS."""
-    header = ["stage", "artifact", "wall time (m:s)", "peak RSS (MB)", "git commit", "written at"]
+    rows' wall times) and the max peak RSS. ``start -> end`` is in minutes from the run's
+    earliest start (:func:`run_start`): for a run made in one go it is its timeline."""
+    header = [
+        "stage",
+        "artifact",
+        "wall time (m:s)",
+        "start -> end (min)",
+        "peak RSS (MB)",
+        "git commit",
+        "written at",
+    ]
+    origin = run_start(cost["rows"])
     rows = [
         [
             r["stage"],
             r["artifact"],
             format_duration(r["wall_time_s"]),
+            format_span(interval(r), origin),
             format_mb(r["peak_rss_mb"]),
             short_commit(r["git_commit"]),
             str(r["written_at"] or "n/a"),
@@ -209,6 +247,7 @@ def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
             "**total**",
             f"{len(cost['rows'])} artifacts (sum of wall times)",
             format_duration(cost["total_wall_time_s"]),
+            format_span(_envelope(cost["rows"]), origin),
             f"max {format_mb(cost['max_peak_rss_mb'])}",
             "",
             "",
@@ -219,7 +258,9 @@ def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
 
 def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
     """One row per stage (in order of first artifact): artifacts, wall time with the overlaps of
-    one process's artifacts counted once, max peak RSS."""
+    one process's artifacts counted once, first start -> last end (minutes from the run's
+    start), max peak RSS."""
+    origin = run_start(cost["rows"])
     by_stage: dict[str, list[Mapping]] = {}
     for r in cost["rows"]:
         by_stage.setdefault(r["stage"], []).append(r)
@@ -232,6 +273,7 @@ def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
                 stage,
                 str(len(rs)),
                 format_duration(merged_seconds(rs) if timed else None),
+                format_span(_envelope(rs), origin),
                 format_mb(max(rss) if rss else None),
             ]
         )
@@ -240,10 +282,18 @@ def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
             "**run**",
             str(len(cost["rows"])),
             format_duration(cost["merged_wall_time_s"]),
+            format_span(_envelope(cost["rows"]), origin),
             format_mb(cost["max_peak_rss_mb"]),
         ]
     )
-    return ["stage", "artifacts", "wall time, overlaps once (m:s)", "peak RSS (MB)"], rows
+    header = [
+        "stage",
+        "artifacts",
+        "wall time, overlaps once (m:s)",
+        "start -> end (min)",
+        "peak RSS (MB)",
+    ]
+    return header, rows
 
 
 def commits(cost: Mapping) -> list[tuple[str, list[str]]]:

@@ -117,7 +117,9 @@ def _cost_section(doc: Document, cost: Mapping) -> None:
     doc.para(
         "One row per artifact, from its .meta.json sidecar (wall time from the stage's start to "
         "the artifact's writing; peak RSS: the larger of the process and its largest finished "
-        "child; n/a: not recorded)."
+        "child; n/a: not recorded). start -> end: minutes from the earliest start of any "
+        "artifact here, so a run made in one go reads as its timeline (stages that overlap ran "
+        "at once) and the last end is its wall time; a run resumed later shows the gap."
     )
     doc.table(*run_cost.cost_table(cost))
     doc.para(
