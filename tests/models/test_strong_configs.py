@@ -294,17 +294,21 @@ def test_ignore_regions_reach_the_assigners(voc_root, tmp_path):
 BG03 = (
     REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
+BG01 = (
+    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg01_voc07-pseudo_voc07-val.py"
+)
 CPU4E = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
 
 
-def test_background_weight_scales_only_background_rois():
-    """The bg03 config's RoI classification loss: a background RoI counts 0.3 of what it does
-    in cpu-4e, an object RoI the same; everything else in the model is cpu-4e's."""
+@pytest.mark.parametrize("path, weight", [(BG03, 0.3), (BG01, 0.1)], ids=["bg03", "bg01"])
+def test_background_weight_scales_only_background_rois(path, weight):
+    """The bgXX configs' RoI classification loss: a background RoI counts ``weight`` of what it
+    does in cpu-4e, an object RoI the same; everything else in the model is cpu-4e's."""
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
 
     register_all_modules()
-    weighted, plain = _cfg(BG03), _cfg(CPU4E)
+    weighted, plain = _cfg(path), _cfg(CPU4E)
     a, b = copy.deepcopy(weighted.model), copy.deepcopy(plain.model)
     a.roi_head.bbox_head.pop("loss_cls")
     b.roi_head.bbox_head.pop("loss_cls")
@@ -318,7 +322,7 @@ def test_background_weight_scales_only_background_rois():
     logits = torch.randn(8, 21)
     background = torch.full((8,), 20, dtype=torch.long)
     objects = torch.tensor([0, 3, 6, 6, 14, 14, 19, 8])
-    assert torch.allclose(loss_w(logits, background), 0.3 * loss_p(logits, background))
+    assert torch.allclose(loss_w(logits, background), weight * loss_p(logits, background))
     assert torch.allclose(loss_w(logits, objects), loss_p(logits, objects))
     mixed = torch.cat([background[:4], objects[:4]])
     assert loss_w(logits, mixed) < loss_p(logits, mixed)
