@@ -180,15 +180,15 @@ def format_span(span: tuple[float, float] | None, origin: float | None) -> str:
     return f"{(span[0] - origin) / 60:.1f} -> {(span[1] - origin) / 60:.1f}"
 
 
-def run_start(rows: Sequence[Mapping]) -> float | None:
-    """The earliest start of any row (epoch seconds), the origin of the timeline columns."""
-    starts = [iv[0] for iv in map(interval, rows) if iv is not None]
-    return min(starts) if starts else None
-
-
 def _envelope(rows: Sequence[Mapping]) -> tuple[float, float] | None:
     spans = [iv for iv in map(interval, rows) if iv is not None]
     return (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+
+
+def run_start(rows: Sequence[Mapping]) -> float | None:
+    """The earliest start of any row (epoch seconds), the origin of the timeline columns."""
+    span = _envelope(rows)
+    return span[0] if span else None
 
 
 def merged_seconds(rows: Sequence[Mapping]) -> float:
