@@ -310,7 +310,7 @@ def test_cost_formatting_and_overlap():
     loose = {"wall_time_s": 5.0, "written_at": "yesterday"}
     assert run_cost.merged_seconds([*rows, loose]) == pytest.approx(125.0)
     assert run_cost.interval(loose) is None and run_cost.interval(rows[3]) is None
-    origin = run_cost.run_start([*rows, loose])
+    origin = run_cost.envelope([*rows, loose])[0]
     assert origin == run_cost.interval(rows[0])[0]  # 10:00:00
     assert (
         run_cost.format_span(run_cost.interval(rows[2]), origin) == "59.7 -> 60.0"

@@ -119,8 +119,8 @@ def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = (
 
     Returns:
         ``{"run_dir": str, "rows": [...], "unreadable": [relative paths],
-        "total_wall_time_s": float, "merged_wall_time_s": float, "max_peak_rss_mb": float |
-        None}``; each row is ``{"stage", "artifact" (relative to ``run_dir``), "wall_time_s",
+        "total_wall_time_s": float, "merged_wall_time_s": float, "span_s": [start, end] | None
+        (epoch seconds, see :func:`envelope`), "max_peak_rss_mb": float | None}``; each row is ``{"stage", "artifact" (relative to ``run_dir``), "wall_time_s",
         "peak_rss_mb", "git_commit", "written_at", "command"}``, sorted by ``written_at``
         (rows without a readable time last), then by artifact.
     """
@@ -160,6 +160,7 @@ def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = (
         "unreadable": unreadable,
         "total_wall_time_s": round(sum(r["wall_time_s"] or 0.0 for r in rows), 3),
         "merged_wall_time_s": merged_seconds(rows),
+        "span_s": envelope(rows),
         "max_peak_rss_mb": max(rss) if rss else None,
     }
 
@@ -180,15 +181,12 @@ def format_span(span: tuple[float, float] | None, origin: float | None) -> str:
     return f"{(span[0] - origin) / 60:.1f} -> {(span[1] - origin) / 60:.1f}"
 
 
-def _envelope(rows: Sequence[Mapping]) -> tuple[float, float] | None:
+def envelope(rows: Sequence[Mapping]) -> tuple[float, float] | None:
+    """``(first start, last end)`` of the rows' intervals (:func:`interval`; epoch seconds), or
+    None when no row has one. The run's first start is the origin of the ``start -> end``
+    columns."""
     spans = [iv for iv in map(interval, rows) if iv is not None]
     return (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
-
-
-def run_start(rows: Sequence[Mapping]) -> float | None:
-    """The earliest start of any row (epoch seconds), the origin of the timeline columns."""
-    span = _envelope(rows)
-    return span[0] if span else None
 
 
 def merged_seconds(rows: Sequence[Mapping]) -> float:
@@ -219,7 +217,7 @@ def merged_seconds(rows: Sequence[Mapping]) -> float:
 def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the report's table: one row per artifact, then the total (sum of the
     rows' wall times) and the max peak RSS. ``start -> end`` is in minutes from the run's
-    earliest start (:func:`run_start`): for a run made in one go it is its timeline."""
+    earliest start (``cost["span_s"]``): for a run made in one go it is its timeline."""
     header = [
         "stage",
         "artifact",
@@ -229,7 +227,8 @@ def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
         "git commit",
         "written at",
     ]
-    origin = run_start(cost["rows"])
+    span = cost["span_s"]
+    origin = span[0] if span else None
     rows = [
         [
             r["stage"],
@@ -247,7 +246,7 @@ def cost_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
             "**total**",
             f"{len(cost['rows'])} artifacts (sum of wall times)",
             format_duration(cost["total_wall_time_s"]),
-            format_span(_envelope(cost["rows"]), origin),
+            format_span(span, origin),
             f"max {format_mb(cost['max_peak_rss_mb'])}",
             "",
             "",
@@ -260,7 +259,8 @@ def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
     """One row per stage (in order of first artifact): artifacts, wall time with the overlaps of
     one process's artifacts counted once, first start -> last end (minutes from the run's
     start), max peak RSS."""
-    origin = run_start(cost["rows"])
+    span = cost["span_s"]
+    origin = span[0] if span else None
     by_stage: dict[str, list[Mapping]] = {}
     for r in cost["rows"]:
         by_stage.setdefault(r["stage"], []).append(r)
@@ -273,7 +273,7 @@ def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
                 stage,
                 str(len(rs)),
                 format_duration(merged_seconds(rs) if timed else None),
-                format_span(_envelope(rs), origin),
+                format_span(envelope(rs), origin),
                 format_mb(max(rss) if rss else None),
             ]
         )
@@ -282,7 +282,7 @@ def stage_table(cost: Mapping) -> tuple[list[str], list[list[str]]]:
             "**run**",
             str(len(cost["rows"])),
             format_duration(cost["merged_wall_time_s"]),
-            format_span(_envelope(cost["rows"]), origin),
+            format_span(span, origin),
             format_mb(cost["max_peak_rss_mb"]),
         ]
     )
