@@ -119,10 +119,11 @@ def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = (
 
     Returns:
         ``{"run_dir": str, "rows": [...], "unreadable": [relative paths],
-        "total_wall_time_s": float, "merged_wall_time_s": float, "span_s": [start, end] | None
-        (epoch seconds, see :func:`envelope`), "max_peak_rss_mb": float | None}``; each row is ``{"stage", "artifact" (relative to ``run_dir``), "wall_time_s",
-        "peak_rss_mb", "git_commit", "written_at", "command"}``, sorted by ``written_at``
-        (rows without a readable time last), then by artifact.
+        "total_wall_time_s": float, "merged_wall_time_s": float, "span_s": (start, end) | None
+        (epoch seconds, see :func:`envelope`), "max_peak_rss_mb": float | None}``; each row is
+        ``{"stage", "artifact" (relative to ``run_dir``), "wall_time_s", "peak_rss_mb",
+        "git_commit", "written_at", "command"}``, sorted by ``written_at`` (rows without a
+        readable time last), then by artifact.
     """
     run_dir = Path(run_dir)
     rows, unreadable = [], []
