@@ -4,7 +4,9 @@
 # refinement follows), while the CAM's top boxes hold a third of the objects (train CorLoc
 # 34.3); the refinement branches learn instance classifiers from those boxes and refine them.
 # Image labels and a detector's outputs only: the seed file is `wsod weak`'s train_dets.json.
-# Measured: demo 62.2 val mAP (CAM 21.7); VOC, shortened to 1,500 steps: 3.1 (docs/results.md).
+# Measured: demo 62.2 val mAP (CAM 21.7). VOC, seeded by the 4k CAM (21.0): val mAP 9.0, train
+# CorLoc 32.5, 38 min with detection, 3.0 GB; its top boxes are larger than the seeds (IoU >= 0.5
+# with a seed makes a positive, so the branches learn "contains the seed"; docs/results.md).
 # By hand, after the pipeline's CAM weak stage:
 #   wsod weak --config configs/oicr/oicr_mobilenetv2_camseed_4k_voc07-train_voc07-val.py \
 #       --work-dir work_dirs/voc07_cpu/weak_camseed \
