@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -253,6 +254,23 @@ def load_detections(path: str | os.PathLike, split: Mapping | None = None) -> li
 
 def load_pseudo_labels(path: str | os.PathLike) -> dict:
     return validate_pseudo_labels(read_json(path), where=str(path))
+
+
+def resolve_data_root(
+    split: Mapping, split_path: str | os.PathLike, data_root: str | os.PathLike | None = None
+) -> Path:
+    """Where the split's ``file_name`` paths start.
+
+    ``data_root`` (argument) wins; else ``info.data_root``: absolute as is, relative first to
+    the current directory, then to the split file's folder.
+    """
+    if data_root is not None:
+        return Path(data_root)
+    root = Path(split["info"]["data_root"])
+    if root.is_absolute() or root.is_dir():
+        return root
+    alt = Path(split_path).parent / root
+    return alt if alt.is_dir() else root
 
 
 def category_names(split: Mapping) -> list[str]:

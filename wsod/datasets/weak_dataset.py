@@ -99,7 +99,7 @@ class WSODWeakDataset(BaseDetDataset):
         self._metainfo["category_ids"] = tuple(c["id"] for c in cats)
         img_root = self.data_prefix.get("img") or self.data_root
         if not img_root:
-            from wsod.stages.proposals import resolve_data_root
+            from wsod.contracts import resolve_data_root
 
             img_root = str(resolve_data_root(split, self.ann_file))
         data_list = []

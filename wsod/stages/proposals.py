@@ -44,32 +44,15 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from wsod.contracts import load_split, validate_proposals
+from wsod.contracts import load_split, resolve_data_root, validate_proposals
 from wsod.proposals.postprocess import postprocess
 from wsod.proposals.sharding import parse_shard, take_shard
 from wsod.proposals.store import ProposalCache, load_proposals, save_proposals
 from wsod.utils import cpu_share
 
-__all__ = ["METHODS", "compute_image", "load_proposals", "merge_shards", "resolve_data_root", "run"]
+__all__ = ["METHODS", "compute_image", "load_proposals", "merge_shards", "run"]
 
 METHODS = ("selective_search", "edge_boxes", "import", "whole_image")
-
-
-def resolve_data_root(
-    split: Mapping, split_path: str | os.PathLike, data_root: str | os.PathLike | None = None
-) -> Path:
-    """Where the split's ``file_name`` paths start.
-
-    ``data_root`` (argument) wins; else ``info.data_root``: absolute as is, relative first to
-    the current directory, then to the split file's folder.
-    """
-    if data_root is not None:
-        return Path(data_root)
-    root = Path(split["info"]["data_root"])
-    if root.is_absolute() or root.is_dir():
-        return root
-    alt = Path(split_path).parent / root
-    return alt if alt.is_dir() else root
 
 
 def compute_image(

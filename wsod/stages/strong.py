@@ -16,7 +16,7 @@ Inputs:
 Data root: ``data_root`` (argument) wins; else the training file's ``info.data_root``; else
 the split file named by its ``info.split_file`` (that split's ``info.data_root``). Each
 ``infer`` split uses its own ``info.data_root``. Relative roots resolve as in
-:func:`wsod.stages.proposals.resolve_data_root`.
+:func:`wsod.contracts.resolve_data_root`.
 
 Outputs in ``work_dir`` (each written atomically with a ``.meta.json`` sidecar):
     ``[fsd_]train_annotations.json``: the training boxes normalised for mmdet's
@@ -116,7 +116,7 @@ def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) ->
 
 
 def _resolve_root(root: str | os.PathLike, ref_file: str | os.PathLike) -> Path:
-    from wsod.stages.proposals import resolve_data_root
+    from wsod.contracts import resolve_data_root
 
     return resolve_data_root({"info": {"data_root": str(root)}}, ref_file)
 

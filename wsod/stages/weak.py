@@ -55,7 +55,7 @@ def load_weak_config(config: str | os.PathLike, cfg_options: Mapping | None = No
 
 
 def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
-    from wsod.stages.proposals import resolve_data_root
+    from wsod.contracts import resolve_data_root
 
     root = resolve_data_root(split, split_path).resolve()
     if not root.is_dir():
