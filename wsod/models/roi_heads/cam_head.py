@@ -101,6 +101,48 @@ def cam_zones(cam: Tensor, thr: float, min_share: float = 0.05) -> Tensor | None
     return torch.from_numpy(regions[iy, ix] - 1).to(cam.device)
 
 
+def _best_zone_scores(
+    score: Tensor,
+    cam: Tensor,
+    boxes: Tensor,
+    total: Tensor,
+    penalty: Tensor,
+    area_weight: float,
+    min_zone_share: float,
+) -> None:
+    """``split_zones``: per class, the box's best score against one zone's mass (in place)."""
+    c, h, w = cam.shape
+    for k in range(c):
+        zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
+        if zones is None:
+            continue
+        masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
+        zint = F.pad(masked.cumsum(1).cumsum(2), (1, 0, 1, 0))
+        per_zone = box_sums(zint, boxes) / total[k] - penalty  # (R, K)
+        score[:, k] = per_zone.max(dim=1).values
+
+
+def _context_scores(
+    integral: Tensor,
+    b: Tensor,
+    inside: Tensor,
+    area: Tensor,
+    total: Tensor,
+    context_ratio: float,
+    context_mass: float,
+) -> Tensor:
+    """``context``: mean inside the box minus mean in the frame around it (x mass share^p)."""
+    centre = (b[:, :2] + b[:, 2:]) / 2
+    half = (b[:, 2:] - b[:, :2]).clamp(min=1) * (context_ratio / 2)
+    outer = torch.cat([centre - half, centre + half], dim=1)
+    outer_area = (half[:, 0] * half[:, 1] * 4).round()[:, None]  # unclipped: outside = 0
+    frame = box_sums(integral, outer) - inside
+    score = inside / area.clamp(min=1) - frame / (outer_area - area).clamp(min=1)
+    if context_mass:
+        score = score * (inside / total).clamp(min=0).pow(context_mass)  # < 0 stays < 0
+    return score
+
+
 def cam_box_scores(
     cam: Tensor,
     boxes: Tensor,
@@ -160,26 +202,12 @@ def cam_box_scores(
         penalty = area_weight * area / float(h * w)
         score = inside / total - penalty
         if split_zones:
-            for k in range(c):
-                zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
-                if zones is None:
-                    continue
-                masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
-                zint = F.pad(masked.cumsum(1).cumsum(2), (1, 0, 1, 0))
-                per_zone = box_sums(zint, boxes) / total[k] - penalty  # (R, K)
-                score[:, k] = per_zone.max(dim=1).values
+            _best_zone_scores(score, cam, boxes, total, penalty, area_weight, min_zone_share)
     elif mode == "mean_in_out":
         outside = total - inside
         score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
     elif mode == "context":
-        centre = (b[:, :2] + b[:, 2:]) / 2
-        half = (b[:, 2:] - b[:, :2]).clamp(min=1) * (context_ratio / 2)
-        outer = torch.cat([centre - half, centre + half], dim=1)
-        outer_area = (half[:, 0] * half[:, 1] * 4).round()[:, None]  # unclipped: outside = 0
-        frame = box_sums(integral, outer) - inside
-        score = inside / area.clamp(min=1) - frame / (outer_area - area).clamp(min=1)
-        if context_mass:
-            score = score * (inside / total).clamp(min=0).pow(context_mass)  # < 0 stays < 0
+        score = _context_scores(integral, b, inside, area, total, context_ratio, context_mass)
     else:
         raise ValueError(f"unknown CAM box score mode {mode!r}")
     return score.clamp(min=0)
