@@ -5,7 +5,7 @@ reference boxes of the same split (read here only, never by the chain): the obje
 labelled classes in images that keep a pseudo box which no pseudo box of their class finds
 (IoU >= 0.5), the share of them lying >= 50 % inside an ignore region (the assigners'
 ``ignore_iof_thr``), and the mean share of the image area the regions take. Used to choose the
-settings on the black box's val detections (docs/results.md, "Ignore regions").
+settings on the black box's val detections (docs/experiments/2026-12-03-ignore-regions.md).
 
 Usage::
 

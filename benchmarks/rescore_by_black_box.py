@@ -16,7 +16,8 @@ one of:
 
 The CAM black box's own scores are a box score times an image classifier's probability, which
 is why it rarely fires on classes absent from the image; a detector trained on its boxes
-confuses classes about as often as one trained on the real boxes (docs/results.md). This
+confuses classes about as often as one trained on the real boxes
+(docs/experiments/2026-12-03-why-retraining-does-not-help.md). This
 measures what that image-level knowledge is worth to the retrained detector. It reads the
 split's ground-truth boxes (``<split>_gt.json``) to score mAP: an evaluation tool.
 

@@ -6,7 +6,8 @@ rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=
 
 data = dict(source='data/demo', format='demo', splits=['train', 'val'], seed=0)
 proposals = dict(method='selective_search', mode='fast', max_boxes=500, workers=2)
-# CAM black box: 21.7 mAP on demo val in ~1.5 min (OICR demo config: 6.3 in ~7 min)
+# CAM black box (the demo's built-in black boxes compared:
+# docs/experiments/2026-12-03-other-black-boxes.md#the-built-in-black-boxes-on-the-demo-dataset)
 weak = dict(config='configs/cam/cam_mobilenetv2_demo.py', seed=0)
 denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
 strong = dict(config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py', seed=0)

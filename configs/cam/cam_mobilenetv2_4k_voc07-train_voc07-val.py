@@ -1,15 +1,14 @@
 # The CAM black box of the 2k config trained twice as long (4,000 steps x 2 images = 3.2 epochs
-# of VOC07 train, image labels only; ~37 min on an idle 2-core CPU), scoring proposals with a
-# smaller area penalty. Why:
-# * the 2k run's loss was still falling when it stopped (0.13 -> 0.08 only after the lr step at
+# of VOC07 train, image labels only), scoring proposals with a smaller area penalty. Why:
+# * the 2k run's loss was still falling when it stopped (it fell only after the lr step at
 #   1,500 of 2,000 steps): the classifier had seen each image 1.6 times;
 # * its top boxes were capped by the score itself: mass share - area share is maximal for the
 #   box holding the pixels above the image's mean activation, so a whole-image box scores 0 and
-#   the top-1 boxes never exceeded ~50 % of the image (train pseudo labels: 10/50/90th
-#   percentile 14/28/50 % of the image for every class, while cats cover 5/40/84 %). With
-#   a = 0.7 a box may take in pixels down to 0.7 x the mean. Chosen on the first 300 val images
-#   with the 2k checkpoint (a = 1 / 0.85 / 0.7 / 0.5: mAP 19.8 / 20.0 / 21.3 / 21.3, top-1
-#   CorLoc 32.8 / 32.9 / 33.5 / 32.5): selection on part of the evaluation split.
+#   the top boxes stayed smaller than large objects. With a = 0.7 a box may take in pixels down
+#   to 0.7 x the mean. a was chosen on the first 300 val images with the 2k checkpoint:
+#   selection on part of the evaluation split.
+# Measured: docs/experiments/2026-12-03-cam-2k-to-4k.md (this config against the 2k one) and
+# docs/experiments/2026-12-03-weak-test-time-settings.md (the area weights tried).
 _base_ = './cam_mobilenetv2_2k_voc07-train_voc07-val.py'
 
 model = dict(roi_head=dict(area_weight=0.7))

@@ -1,7 +1,6 @@
 # The MobileNetV2 Faster R-CNN on the synthetic demo dataset (`wsod data --format demo`: five
-# shape classes, 320x240 images, 400 train): a strong stage for a CPU in minutes. Measured on a
-# 2-core CPU shared with other jobs: 300 iterations in 5.3 min + 100 val images in 15 s; trained
-# on the real boxes (--fully-supervised-gt) it reaches VOC07 mAP 0.91 on demo val.
+# shape classes, 320x240 images, 400 train): a strong stage for a CPU in minutes (`make demo`
+# times the whole pipeline; README, quick start).
 _base_ = './faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py'
 
 classes = ('disc', 'square', 'triangle', 'ring', 'cross')

@@ -1,8 +1,9 @@
 # The CPU Faster R-CNN (MobileNetV2 + light FPN, <= 480x320) of the cpu-2e config, trained
-# twice as long: 4 epochs of VOC07 train (5,000 iterations x 2 images, ~45 min on an idle
-# 2-core CPU). The 2-epoch run's losses were still falling (fsd loss_cls 0.53 -> 0.40, a
-# noisy plateau at lr 0.005 that the x0.1 step broke), so the lr stays and the plateau is
-# simply longer. Val mAP: docs/results.md.
+# twice as long: 4 epochs of VOC07 train (5,000 iterations x 2 images). The 2-epoch run's
+# losses were still falling (a noisy plateau at lr 0.005 that the x0.1 step broke), so the lr
+# stays and the plateau is simply longer
+# (docs/experiments/2026-12-03-strong-schedule-2-vs-4-epochs.md; its run-to-run spread:
+# docs/experiments/2026-12-03-strong-seed-spread.md).
 #   wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py \
 #       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \
 #       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/strong/val_dets.json

@@ -1,5 +1,5 @@
 # Iteration-based SGD schedule for the CPU weak detector: 4000 steps of 2 images = 3.2 epochs
-# of VOC07 train (2500 images), ~0.5 s per step on 2 CPU cores -> about 35 minutes.
+# of VOC07 train (2500 images). Training time on a 2-core CPU: docs/results.md (headline run).
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=4000, val_interval=10**9)
 val_cfg = None  # no in-training validation (see the dataset config)
 test_cfg = dict(type='TestLoop')
