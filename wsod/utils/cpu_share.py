@@ -4,10 +4,9 @@ A stage that computes for long (proposals, training, detection) holds a *slot* w
 file named after its process id in the folder ``$WSOD_JOBS_DIR`` (the Makefile exports one per
 user). PyTorch stages count the live slots and use ``cores // live`` intra-op threads
 (:class:`wsod.models.cpu_share_hook.WSODCPUShareHook`), back to PyTorch's default once they run
-alone. Why: on a 2-core machine two PyTorch trainings with 2 OpenMP threads each ran 6.6x slower
-per iteration than one alone (the threads spin-wait for each other), while two with 1 thread each
-together did 1.44x the iterations of one with 2 threads (``benchmarks/cpu_share.py``,
-``docs/results.md``).
+alone. Why: two PyTorch processes with as many OpenMP threads as cores spin-wait for each other's
+cores and run far slower than one alone, while one thread each gives more iterations in all than
+one process alone (``benchmarks/cpu_share.py``; docs/experiments/2026-12-04-two-stages-at-once.md).
 
 With ``WSOD_JOBS_DIR`` unset nothing is registered and thread counts stay PyTorch's default.
 """

@@ -28,14 +28,13 @@ the image outside counted as no activation. A box around one of several separate
 keeps a dark frame; a box spanning two of them takes in the dark gap between them, and a part
 of an object has the rest of the object in its frame. The contrast alone (``m = 0``,
 ``context_mass``) favours small boxes on a peak; ``m = 2`` brings whole objects back (VOC:
-docs/results.md, "contrast with the surroundings").
+docs/experiments/2026-12-04-cam-context-score.md).
 
 ``thresholded`` is the proposal form of the usual "threshold the CAM at t x its maximum and box
 the region" rule: it is 1 for a box holding exactly the pixels above ``t`` and loses what the
 box leaves out and what it adds below ``t``. ``a`` (``area_weight``, default 1) trades mass
-for tightness. On VOC the top boxes at ``a = 1`` are often too large (38 % of the top-1 boxes
-hold a whole object and more), but ``a`` = 1.5 / 2 / 3 lowered val top-1 CorLoc from 32.8 to
-27.7 / 24.0 / 17.0 (first 300 val images): the boxes shrink onto parts (docs/results.md).
+for tightness. On VOC the top boxes at ``a = 1`` are often too large, but a larger ``a`` shrinks
+them onto parts rather than whole objects (docs/experiments/2026-12-03-weak-test-time-settings.md).
 """
 
 from __future__ import annotations
