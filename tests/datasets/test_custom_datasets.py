@@ -148,3 +148,51 @@ def test_coco_labels_from_images_or_annotations(images: Path, tmp_path: Path) ->
     (images / "train.json").write_text(json.dumps(coco))
     with pytest.raises(DatasetError, match="unknown class 'unicorn'"):
         run(images, tmp_path / "out3", format="coco", splits=["train"])
+
+
+# ----------------------------------------------------------------------------- CSV strictness
+def test_csv_row_without_label_column_is_an_error(images: Path, tmp_path: Path) -> None:
+    """A lost label column is not "no labels": only 'file,' says that."""
+    (images / "train.csv").write_text("pics/000012.jpg,car\npics/000017.jpg\n")
+    with pytest.raises(DatasetError, match=r"train\.csv:2: row 'pics/000017\.jpg' has no label"):
+        run(images, tmp_path / "out", format="csv", splits=["train"])
+    assert not (tmp_path / "out").exists()
+    (images / "train.csv").write_text("pics/000012.jpg,car\npics/000017.jpg,\n")
+    run(images, tmp_path / "out", format="csv", splits=["train"])
+    split = contracts.load_split(tmp_path / "out" / "train.json")
+    assert [im["labels"] for im in split["images"]] == [[1], []]
+
+
+def test_csv_case_duplicates_are_refused(images: Path, tmp_path: Path) -> None:
+    (images / "train.csv").write_text(
+        "pics/000012.jpg,Car\npics/000017.jpg,car;person\npics/000023.jpg,person\n"
+    )
+    with pytest.raises(DatasetError, match=r"train\.csv.*differ only in case: Car / car"):
+        run(images, tmp_path / "out", format="csv", splits=["train"])
+    with pytest.raises(DatasetError, match=r"--classes.*Car / car"):
+        run(images, tmp_path / "out", format="csv", splits=["train"], classes=["Car", "car"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_csv_class_seen_once_warns_and_counts_are_printed(
+    images: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from wsod import cli
+
+    monkeypatch.setattr(cli, "STAGES", ("data",))
+    (images / "train.csv").write_text(
+        "pics/000012.jpg,horse\npics/000017.jpg,horse;person\npics/000023.jpg,hrose;person\n"
+    )
+    with pytest.warns(UserWarning, match=r"train\.csv:3: class 'hrose' is named on one image"):
+        summary = run(images, tmp_path / "out", format="csv", splits=["train"])
+    assert summary["train"]["images_per_class"] == {"horse": 2, "hrose": 1, "person": 2}
+    # with --classes the typo is an error instead
+    with pytest.raises(DatasetError, match=r"unknown class names \['hrose'\]"):
+        run(images, tmp_path / "o2", format="csv", splits=["train"], classes=["horse", "person"])
+    with pytest.warns(UserWarning, match="hrose"):
+        rc = cli.main(
+            ["data", "--format", "csv", "--source", str(images), "--out-dir", str(tmp_path / "o3")]
+            + ["--splits", "train"]
+        )
+    assert rc == 0
+    assert "data train: images per class: horse 2, hrose 1, person 2" in capsys.readouterr().out

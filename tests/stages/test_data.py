@@ -91,6 +91,25 @@ def _truncated(root: Path, ids: list[str]) -> Path:
     return p
 
 
+def corrupt_in_the_middle(src: Path, dest: Path) -> Path:
+    """A copy of a real JPEG with 8 bytes in the middle of its entropy-coded data overwritten
+    by out-of-sequence restart markers (as a bad sector or a broken copy might leave): header
+    and end-of-image marker intact, so only a full decode shows it."""
+    data = bytearray(src.read_bytes())
+    sos = data.index(b"\xff\xda")  # start of scan; its header length follows the marker
+    start = sos + 2 + int.from_bytes(data[sos + 2 : sos + 4], "big")
+    mid = (start + len(data) - 2) // 2
+    data[mid : mid + 8] = b"\xff\xd0\xff\xd3\xff\xd5\xff\xd1"
+    assert data.endswith(b"\xff\xd9")
+    dest.write_bytes(bytes(data))
+    return dest
+
+
+def _corrupt_middle(root: Path, ids: list[str]) -> Path:
+    p = root / "JPEGImages" / f"{ids[1]}.jpg"
+    return corrupt_in_the_middle(p, p)
+
+
 def _missing_image(root: Path, ids: list[str]) -> Path:
     p = root / "JPEGImages" / f"{ids[1]}.jpg"
     p.unlink()
@@ -112,6 +131,7 @@ def _unknown_class(root: Path, ids: list[str]) -> Path:
 BAD_ITEMS = {
     "corrupt image": (_corrupt, "corrupt or unreadable"),
     "truncated image": (_truncated, "truncated"),
+    "corrupt in the middle": (_corrupt_middle, "the decoder warns: Corrupt JPEG data"),
     "missing image": (_missing_image, "missing"),
     "malformed xml": (_bad_xml, "malformed XML"),
     "unknown class": (_unknown_class, "unknown class name 'unicorn'"),
@@ -280,3 +300,24 @@ def test_vocdevkit_folder_resolves_to_voc2007(voc_root, tmp_path):
     split = json.loads((tmp_path / "val.json").read_text())
     assert summary["val"]["images"] == 2
     assert split["info"]["data_root"] == str(voc_root.resolve())
+
+
+def test_corrupt_in_the_middle_passes_header_checks_but_the_decoder_warns(
+    voc_root: Path, voc_train_ids: list[str], tmp_path: Path
+) -> None:
+    """The test image of "corrupt in the middle": PIL's header check and the end marker pass,
+    OpenCV decodes it with only libjpeg's warning on stderr (no file name) -- what the data
+    stage now catches."""
+    from PIL import Image
+
+    bad = corrupt_in_the_middle(
+        voc_root / "JPEGImages" / f"{voc_train_ids[0]}.jpg", tmp_path / "bad.jpg"
+    )
+    with Image.open(bad) as im:
+        im.verify()
+    code = "import cv2, sys; print(cv2.imread(sys.argv[1]).shape)"
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(bad)], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0 and res.stdout.strip().startswith("(")
+    assert "Corrupt JPEG data" in res.stderr and "bad.jpg" not in res.stderr

@@ -10,6 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
+import wsod.proposals.compute as compute
 import wsod.stages.proposals as stage
 from wsod.contracts import ContractError
 from wsod.proposals.store import ProposalFileError, load_proposals
@@ -95,9 +96,9 @@ def test_resume_skips_cached_images_and_gives_identical_result(split4, tmp_path,
     for f in cached[:2]:
         f.unlink()
     calls = []
-    real = stage.compute_image
+    real = compute.compute_image
     monkeypatch.setattr(
-        stage,
+        compute,
         "compute_image",
         lambda path, key, params: calls.append(key) or real(path, key, params),
     )

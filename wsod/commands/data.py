@@ -21,14 +21,18 @@ formats:
   voc   --source is a VOC2007 folder; --splits name ImageSets/Main/<split>.txt lists
         (train, val, trainval, test); labels from the per-class lists when present.
   csv   --source is the image folder; each --splits entry is a CSV file (or <source>/<name>.csv)
-        with rows 'file,label1;label2' (header optional); classes = sorted names unless --classes;
+        with rows 'file,label1;label2' (header optional); the label column is required ('file,'
+        = an image with no object). Classes = the sorted names unless --classes; then names
+        that differ only in case (Car / car) are an error and a class named on one image only
+        is a warning (a typo?); with --classes every unknown name is an error.
         --boxes: eval-only boxes as a COCO json or a folder of VOC XML files.
   coco  --source is a COCO json (one split) or a folder holding <split>.json files whose images
         carry 'labels' (else labels = categories of their annotations); boxes go to _gt only.
   demo  --source is a folder; the synthetic demo dataset (400 train / 100 val images) is
         generated there once per --seed and size, then read as VOC.
-Bad images, XML or class names stop the stage with the file named; --skip-bad skips them and
-lists them in <out-dir>/<split>.skipped.json.
+Every image is decoded once: a missing, truncated or corrupt image (one the decoder warns
+about), bad XML or class names stop the stage with the file named; --skip-bad skips them and
+lists them in <out-dir>/<split>.skipped.json. The images per class are printed per split.
 """
 
 
@@ -101,4 +105,7 @@ def execute(args: argparse.Namespace) -> int:
             f"data {name}: {s['images']} images, {s['objects']} boxes (eval-only), "
             f"{s['skipped']} skipped -> {s['split_file']}"
         )
+        if s.get("images_per_class"):
+            counts = ", ".join(f"{c} {n}" for c, n in s["images_per_class"].items())
+            print(f"data {name}: images per class: {counts}")
     return 0

@@ -125,7 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-pickle",
         action="store_const",
         const=True,
-        help="allow unpickling --import (pkl format; runs code in the file)",
+        help="allow unpickling --import (pkl format) and a --train-proposals/--infer .pkl "
+        "that has no .npz twin (unpickling runs code in the file: trusted files only)",
     )
     g.add_argument(
         "--drop-unmatched",

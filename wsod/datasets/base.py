@@ -10,10 +10,17 @@ continuous pixel coordinates (the corners are ``x1, y1 = x, y`` and ``x2, y2 = x
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# full entropy decoding (where corruption shows) at an eighth of the size: the inverse DCT and
+# colour conversion, which cannot warn, are mostly skipped
+DECODE_FLAGS = 64  # cv2.IMREAD_REDUCED_GRAYSCALE_8 (cv2 is imported lazily)
 
 SKIP_HINT = "rerun with --skip-bad (skip_bad=True) to skip and count it"
 
@@ -67,14 +74,16 @@ def handle_bad(data: SplitData, item: Any, err: BadItem, skip_bad: bool) -> None
     data.skipped.append({"item": str(item), "file": err.file, "reason": err.reason})
 
 
-def image_size(path: Path) -> tuple[int, int]:
-    """Cheap readability check of an image file; returns ``(width, height)``.
+def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
+    """Readability check of an image file; returns ``(width, height)``.
 
-    Reads only the header (PIL ``open`` + ``verify``) and, for JPEG, checks that the end-of-image
-    marker is present near the end of the file (catches truncated downloads) -- no pixel decode.
+    Reads the header (PIL ``open`` + ``verify``), checks that a JPEG still ends with its
+    end-of-image marker (catches truncated downloads), then decodes the pixels once
+    (:func:`decode_check`, unless ``decode=False``): data corrupted in the middle of a file
+    whose header and end are intact only shows there, as a decoder warning.
 
     Raises:
-        BadItem: the file is missing, unreadable, not an image or truncated.
+        BadItem: the file is missing, unreadable, not an image, truncated or corrupt.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -94,7 +103,55 @@ def image_size(path: Path) -> tuple[int, int]:
                 raise BadItem(path, "JPEG is truncated (no end-of-image marker)")
     if size[0] <= 0 or size[1] <= 0:
         raise BadItem(path, f"image has an empty size {size}")
+    if decode:
+        decode_check(path)
     return int(size[0]), int(size[1])
+
+
+# libpng's colour-profile notes describe metadata, not pixels: not a sign of a corrupt image
+_BENIGN_DECODER_LINES = ("libpng warning: iCCP:", "libpng warning: sRGB:")
+
+
+@contextlib.contextmanager
+def _captured_fd2():
+    """Collect what C libraries write to file descriptor 2 (stderr) inside the block.
+
+    libjpeg reports recoverable damage ("Corrupt JPEG data: ...") only by printing it there,
+    without the file name; the text collected is appended to the yielded list.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    text: list[str] = []
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield text
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text.append(tmp.read().decode(errors="replace"))
+
+
+def decode_check(path: Path) -> None:
+    """Decode ``path`` once with OpenCV (the decoder the later stages read images with).
+
+    Raises:
+        BadItem: the image cannot be decoded, or the decoder warns while decoding it (e.g.
+            libjpeg's "Corrupt JPEG data"): later stages would train on damaged pixels.
+    """
+    import cv2
+    import numpy as np
+
+    buf = np.fromfile(path, np.uint8)
+    with _captured_fd2() as err:
+        img = cv2.imdecode(buf, DECODE_FLAGS)
+    lines = [ln.strip() for ln in "".join(err).splitlines() if ln.strip()]
+    warned = [ln for ln in lines if not ln.startswith(_BENIGN_DECODER_LINES)]
+    if img is None:
+        raise BadItem(path, "image is corrupt or unreadable (OpenCV cannot decode it)")
+    if warned:
+        raise BadItem(path, f"image data is corrupt (the decoder warns: {'; '.join(warned)})")
 
 
 def image_id_of(stem: str, fallback: int) -> int:

@@ -8,10 +8,14 @@ split, named by the one ``--splits`` entry given, else by the file's stem.
 
 CSV (``format='csv'``): ``source`` is the image folder (the data root). One row per image:
 ``file,label1;label2`` where ``file`` is relative to ``source`` and the labels are class names
-separated by ``;`` (an empty label cell = an image with no object of any class). A header row
-whose first cell is ``file``/``file_name``/``filename``/``image``/``path`` is optional. Classes
-are the sorted union of the names in all the split CSVs, unless ``classes`` is given (then an
-unknown name is an error).
+separated by ``;``. The label column is required: an image with no object of any class is
+written ``file,`` (an empty label cell); a row without the comma is an error, so a lost label
+column is never read as "no labels". A header row whose first cell is
+``file``/``file_name``/``filename``/``image``/``path`` is optional. Classes are the sorted union
+of the names in all the split CSVs, unless ``classes`` is given (then an unknown name is an
+error). Without ``classes``, names that differ only in case (``Car`` / ``car``) are an error,
+and a class named on one image only (a typo such as ``hrose``?) gives a warning naming the row;
+give ``classes`` to make every unknown name an error.
 
 COCO (``format='coco'``): ``images`` entries give ``file_name`` relative to the data root
 (``source`` if it is a folder, else the json's folder), and ``labels`` (category ids or names)
@@ -33,6 +37,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,9 +70,13 @@ def resolve_split_file(source: Path, split: str, ext: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- CSV
-def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
-    """Rows ``(file, [class names])`` of a label CSV; see the module docstring."""
-    rows: list[tuple[str, list[str]]] = []
+def read_label_rows(path: Path) -> list[tuple[int, str, list[str]]]:
+    """Rows ``(line number, file, [class names])`` of a label CSV; see the module docstring.
+
+    Raises:
+        DatasetError: a row without the label column or with more than two columns, or no rows.
+    """
+    rows: list[tuple[int, str, list[str]]] = []
     with open(path, newline="") as f:
         for n, row in enumerate(csv.reader(f), 1):
             if not row or not any(c.strip() for c in row):
@@ -78,8 +88,13 @@ def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
                     f"{path}:{n}: expected 'file,label1;label2' (2 columns), got "
                     f"{len(row)}; quote the label cell or use ';' between labels"
                 )
-            names = [s.strip() for s in (row[1] if len(row) > 1 else "").split(";") if s.strip()]
-            rows.append((row[0].strip(), sorted(set(names))))
+            if len(row) < 2:
+                raise DatasetError(
+                    f"{path}:{n}: row {row[0].strip()!r} has no label column; write "
+                    "'file,label1;label2', or 'file,' for an image with no object of any class"
+                )
+            names = [s.strip() for s in row[1].split(";") if s.strip()]
+            rows.append((n, row[0].strip(), sorted(set(names))))
     if not rows:
         raise DatasetError(
             f"{path}: the split CSV is empty; add rows 'file,label1;label2' or "
@@ -88,15 +103,51 @@ def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
     return rows
 
 
+def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
+    """Rows ``(file, [class names])`` of a label CSV; see the module docstring."""
+    return [(fname, names) for _, fname, names in read_label_rows(path)]
+
+
+def check_case_duplicates(names: Sequence[str], where: str) -> None:
+    """Refuse class names that differ only in case (``Car`` / ``car``).
+
+    Raises:
+        DatasetError: naming the spellings and ``where`` they come from.
+    """
+    groups: dict[str, list[str]] = {}
+    for n in dict.fromkeys(names):
+        groups.setdefault(n.casefold(), []).append(n)
+    dups = [g for g in groups.values() if len(g) > 1]
+    if dups:
+        raise DatasetError(
+            f"{where}: class names that differ only in case: "
+            f"{'; '.join(' / '.join(g) for g in dups)}; use one spelling per class"
+        )
+
+
 def csv_classes(files: Sequence[Path]) -> list[str]:
-    """Sorted union of the class names in the CSVs."""
-    names: set[str] = set()
+    """Sorted union of the class names in the CSVs (no ``--classes`` given).
+
+    Names that differ only in case are an error; a class named on one image only gives a
+    warning naming its row (a typo?).
+    """
+    counts: Counter = Counter()
+    first: dict[str, str] = {}
     for f in files:
-        for _, labels in read_label_csv(f):
-            names.update(labels)
-    if not names:
+        for n, _, labels in read_label_rows(f):
+            counts.update(labels)
+            for c in labels:
+                first.setdefault(c, f"{f}:{n}")
+    if not counts:
         raise DatasetError(f"{files[0]}: no class names in the CSV files; give --classes")
-    return sorted(names)
+    check_case_duplicates(sorted(counts), ", ".join(str(f) for f in files))
+    for c in sorted(c for c, k in counts.items() if k == 1):
+        warnings.warn(
+            f"{first[c]}: class {c!r} is named on one image only (a typo?); give --classes "
+            "to make unknown names an error",
+            stacklevel=2,
+        )
+    return sorted(counts)
 
 
 class _BoxSource:
@@ -260,6 +311,47 @@ def coco_split_files(source: Path, splits: Sequence[str]) -> list[tuple[str, Pat
     return out
 
 
+def _coco_labels(
+    im: dict, anns: list, src_cats: dict, cat_of: dict, path: Path, classes: Sequence[str]
+) -> list[str]:
+    """An image's class names: its ``labels`` (ids or names), else its annotations' classes."""
+    raw = im.get("labels")
+    if raw is None:
+        raw = [a.get("category_id") for a in anns]
+    names = []
+    for lab in raw:
+        name = src_cats.get(lab, lab if isinstance(lab, str) else None)
+        if name not in cat_of:
+            raise BadItem(
+                path,
+                f"image {im['file_name']}: unknown class {lab!r} (known: {', '.join(classes)})",
+            )
+        names.append(name)
+    return names
+
+
+def _coco_boxes(im: dict, anns: list, src_cats: dict, cat_of: dict, path: Path) -> list[dict]:
+    """An image's annotations as eval-only boxes (COCO xywh, our category ids)."""
+    out = []
+    for a in anns:
+        name = src_cats.get(a.get("category_id"))
+        if name not in cat_of:
+            raise BadItem(
+                path,
+                f"annotation {a.get('id')} of {im['file_name']}: unknown "
+                f"category {a.get('category_id')!r}",
+            )
+        out.append(
+            {
+                "image_id": im["id"],
+                "category_id": cat_of[name],
+                "bbox": [float(v) for v in a["bbox"]],
+                "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
+            }
+        )
+    return out
+
+
 def load_coco_split(
     source: str | os.PathLike,
     split: str,
@@ -297,37 +389,8 @@ def load_coco_split(
             if im["id"] in seen:
                 raise BadItem(path, f"image id {im['id']} appears twice")
             anns = anns_by_img.get(im["id"], [])
-            names = []
-            raw = im.get("labels")
-            if raw is None:
-                raw = [a.get("category_id") for a in anns]
-            for lab in raw:
-                name = src_cats.get(lab, lab if isinstance(lab, str) else None)
-                if name not in cat_of:
-                    raise BadItem(
-                        path,
-                        f"image {im['file_name']}: unknown class {lab!r} "
-                        f"(known: {', '.join(classes)})",
-                    )
-                names.append(name)
-            out_anns = []
-            for a in anns:
-                name = src_cats.get(a.get("category_id"))
-                if name not in cat_of:
-                    raise BadItem(
-                        path,
-                        f"annotation {a.get('id')} of {im['file_name']}: unknown "
-                        f"category {a.get('category_id')!r}",
-                    )
-                bbox = [float(v) for v in a["bbox"]]
-                out_anns.append(
-                    {
-                        "image_id": im["id"],
-                        "category_id": cat_of[name],
-                        "bbox": bbox,
-                        "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
-                    }
-                )
+            names = _coco_labels(im, anns, src_cats, cat_of, path, classes)
+            out_anns = _coco_boxes(im, anns, src_cats, cat_of, path)
             width, height = image_size(root / im["file_name"])
         except BadItem as e:
             handle_bad(data, item, e, skip_bad)

@@ -8,7 +8,8 @@ Layout read (any split that has ``ImageSets/Main/<split>.txt``: train, val, trai
   image-level labels (1 and 0 both mean present); otherwise the labels are the classes of the
   XML objects;
 - ``Annotations/<id>.xml``: image size and boxes (eval-only: they go to ``<split>_gt.json``);
-- ``JPEGImages/<id>.jpg``: checked for readability from its header only (no pixel decode).
+- ``JPEGImages/<id>.jpg``: decoded fully once (:func:`wsod.datasets.base.image_size`): a
+  truncated or corrupt image, or one the decoder warns about, is bad input.
 
 Box conversion: VOC XML corners are 1-based and inclusive (a box covering only the first pixel
 is ``xmin = xmax = 1``). We map them to 0-based *continuous* corners ``x1 = xmin - 1,
@@ -161,6 +162,76 @@ def _find_image(root: Path, stem: str) -> Path:
     return jpg
 
 
+def split_ids(root: Path, split: str, limit: int | None = None) -> tuple[Path, list[str]]:
+    """``(list file, image ids)`` of ``ImageSets/Main/<split>.txt``, the first ``limit`` only.
+
+    Raises:
+        DatasetError: the list is missing (names the splits that exist) or empty.
+    """
+    list_path = root / "ImageSets" / "Main" / f"{split}.txt"
+    if not list_path.is_file():
+        have = available_splits(root)
+        raise DatasetError(
+            f"{list_path}: split list not found (splits here: {', '.join(have) or 'none'}); "
+            "choose others with --splits, or check --source points at the VOC2007 folder"
+        )
+    ids = read_id_list(list_path)
+    if not ids:
+        raise DatasetError(
+            f"{list_path}: the split list is empty; add image ids (one per "
+            "line) or drop this split from --splits"
+        )
+    return list_path, ids if limit is None else ids[: int(limit)]
+
+
+def _image_labels(
+    stem: str, ann: dict, class_labels: dict[str, set[str]] | None, data: SplitData, lists: Path
+) -> list[int]:
+    """An image's category ids: from the per-class lists when present, else its XML objects."""
+    if class_labels is None:
+        return sorted({o["category_id"] for o in ann["objects"]})
+    if stem not in class_labels:
+        raise BadItem(
+            lists / f"{data.classes[0]}_{data.name}.txt",
+            f"image {stem} is missing from the per-class label lists",
+        )
+    cat_of = {c: i + 1 for i, c in enumerate(data.classes)}
+    return sorted(cat_of[c] for c in class_labels[stem])
+
+
+def _read_item(
+    root: Path, stem: str, img_id: int, class_labels: dict | None, data: SplitData, lists: Path
+) -> tuple[dict, list[dict]]:
+    """One image's split entry and its eval-only boxes (COCO xywh). Raises BadItem."""
+    ann = parse_voc_xml(root / "Annotations" / f"{stem}.xml", data.classes)
+    img_path = _find_image(root, stem)
+    width, height = image_size(img_path)
+    if ann["width"] is not None and (ann["width"], ann["height"]) != (width, height):
+        raise BadItem(
+            img_path,
+            f"image is {width}x{height} but its XML says {ann['width']}x{ann['height']}",
+        )
+    image = {
+        "id": img_id,
+        "file_name": img_path.relative_to(root).as_posix(),
+        "width": width,
+        "height": height,
+        "labels": _image_labels(stem, ann, class_labels, data, lists),
+    }
+    boxes = []
+    for o in ann["objects"]:
+        x1, y1, x2, y2 = o["bbox"]
+        boxes.append(
+            {
+                "image_id": img_id,
+                "category_id": o["category_id"],
+                "bbox": [x1, y1, x2 - x1, y2 - y1],
+                "difficult": o["difficult"],
+            }
+        )
+    return image, boxes
+
+
 def load_voc_split(
     root: str | os.PathLike,
     split: str,
@@ -187,22 +258,10 @@ def load_voc_split(
     Raises:
         DatasetError: missing/empty split list, or a bad item without ``skip_bad``.
     """
+    from tqdm import tqdm
+
     root = Path(root).resolve()
-    list_path = root / "ImageSets" / "Main" / f"{split}.txt"
-    if not list_path.is_file():
-        have = available_splits(root)
-        raise DatasetError(
-            f"{list_path}: split list not found (splits here: {', '.join(have) or 'none'}); "
-            "choose others with --splits, or check --source points at the VOC2007 folder"
-        )
-    ids = read_id_list(list_path)
-    if not ids:
-        raise DatasetError(
-            f"{list_path}: the split list is empty; add image ids (one per "
-            "line) or drop this split from --splits"
-        )
-    if limit is not None:
-        ids = ids[: int(limit)]
+    list_path, ids = split_ids(root, split, limit)
     class_labels, label_files = read_class_lists(root, split, classes)
     data = SplitData(
         name=split,
@@ -211,10 +270,6 @@ def load_voc_split(
         format=format_name,
         inputs=[str(list_path), *label_files],
     )
-    cat_of = {c: i + 1 for i, c in enumerate(classes)}
-
-    from tqdm import tqdm
-
     show = progress if progress is not None else len(ids) > 500
     seen: set[int] = set()
     for n, stem in enumerate(tqdm(ids, desc=f"data {split}", unit="img", disable=not show), 1):
@@ -222,44 +277,11 @@ def load_voc_split(
             img_id = image_id_of(stem, n)
             if img_id in seen:
                 raise BadItem(list_path, f"image id {stem} is listed twice")
-            ann = parse_voc_xml(root / "Annotations" / f"{stem}.xml", classes)
-            img_path = _find_image(root, stem)
-            width, height = image_size(img_path)
-            if ann["width"] is not None and (ann["width"], ann["height"]) != (width, height):
-                raise BadItem(
-                    img_path,
-                    f"image is {width}x{height} but its XML says {ann['width']}x{ann['height']}",
-                )
-            if class_labels is not None:
-                if stem not in class_labels:
-                    raise BadItem(
-                        list_path.with_name(f"{classes[0]}_{split}.txt"),
-                        f"image {stem} is missing from the per-class label lists",
-                    )
-                labels = sorted(cat_of[c] for c in class_labels[stem])
-            else:
-                labels = sorted({o["category_id"] for o in ann["objects"]})
+            image, boxes = _read_item(root, stem, img_id, class_labels, data, list_path.parent)
         except BadItem as e:
             handle_bad(data, stem, e, skip_bad)
             continue
         seen.add(img_id)
-        data.images.append(
-            {
-                "id": img_id,
-                "file_name": img_path.relative_to(root).as_posix(),
-                "width": width,
-                "height": height,
-                "labels": labels,
-            }
-        )
-        for o in ann["objects"]:
-            x1, y1, x2, y2 = o["bbox"]
-            data.annotations.append(
-                {
-                    "image_id": img_id,
-                    "category_id": o["category_id"],
-                    "bbox": [x1, y1, x2 - x1, y2 - y1],
-                    "difficult": o["difficult"],
-                }
-            )
+        data.images.append(image)
+        data.annotations.extend(boxes)
     return data

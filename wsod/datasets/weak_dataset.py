@@ -48,17 +48,17 @@ from wsod.contracts import ContractError, detections_by_image, load_detections, 
 from wsod.utils.boxes import box_iou
 
 
-def read_proposal_file(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
-    """Proposals ``{file_name: {"bboxes": (N,4) x1y1x2y2, "scores": (N,)}}`` from .pkl/.npz."""
-    try:
-        from wsod.proposals.store import load_proposals
-    except ImportError:  # pragma: no cover - the proposals package is part of wsod
-        from mmengine.fileio import load
+def read_proposal_file(
+    path: str | os.PathLike, allow_pickle: bool = False
+) -> dict[str, dict[str, np.ndarray]]:
+    """Proposals ``{file_name: {"bboxes": (N,4) x1y1x2y2, "scores": (N,)}}`` from .pkl/.npz.
 
-        return load(str(path))
-    # the proposal .pkl is mmdet's own contract (a pickle the project wrote); the safe .npz
-    # twin is read instead whenever it exists
-    return load_proposals(path, allow_pickle=True)
+    The safe ``.npz`` twin is read whenever it exists (and is not stale); a ``.pkl`` without
+    one is unpickled only with the user's opt-in (``allow_pickle``, ``--allow-pickle``).
+    """
+    from wsod.proposals.store import load_proposals
+
+    return load_proposals(path, allow_pickle=allow_pickle)
 
 
 @DATASETS.register_module()
@@ -72,6 +72,8 @@ class WSODWeakDataset(BaseDetDataset):
             whole-image box per image, for models that train on images alone (the CAM head:
             configs with ``train_reads_proposals = False``).
         filter_empty: drop images without any label (training only: they teach no class).
+        allow_pickle: unpickle a ``proposal_file`` that has no ``.npz`` twin (unpickling runs
+            code: the user's ``--allow-pickle``); the twin needs no opt-in.
         seed_file: optional detections of another weak detector on this split (COCO results
             json, see the module docstring); each item gets ``seeds`` (bboxes x1y1x2y2, scores,
             0-based labels, ``num_classes``).
@@ -85,9 +87,11 @@ class WSODWeakDataset(BaseDetDataset):
         *args: Any,
         filter_empty: bool = False,
         seed_file: str | os.PathLike | None = None,
+        allow_pickle: bool = False,
         **kwargs: Any,
     ) -> None:
         self.filter_empty = filter_empty
+        self.allow_pickle = allow_pickle
         self.seed_file = seed_file
         super().__init__(*args, **kwargs)
 
@@ -145,7 +149,7 @@ class WSODWeakDataset(BaseDetDataset):
         path = self.proposal_file
         if not osp.isabs(path) and self.data_root:
             path = osp.join(self.data_root, path)
-        props = read_proposal_file(path)
+        props = read_proposal_file(path, allow_pickle=self.allow_pickle)
         missing = []
         for info in self.data_list:
             key = info["file_name"]

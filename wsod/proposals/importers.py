@@ -26,13 +26,15 @@ the file entries that matched no image and the images that have no entry.
 from __future__ import annotations
 
 import os
-import pickle
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from wsod.proposals.postprocess import postprocess
+from wsod.proposals.store import read_npz
+from wsod.utils import io
 
 LAYOUTS = ("yx1", "xy")
 
@@ -42,18 +44,11 @@ class ImportErrorWSOD(ValueError):
 
 
 def read_pickle(path: str | os.PathLike, allow_pickle: bool = False) -> Any:
-    """Unpickle ``path`` only if ``allow_pickle``; warn that it runs code."""
-    if not allow_pickle:
-        raise ImportErrorWSOD(
-            f"{path}: loading a pickle can run arbitrary code; pass --allow-pickle "
-            "(allow_pickle=True) if you trust this file, or convert it to .npz"
-        )
-    warnings.warn(
-        f"{path}: unpickling a file runs any code it contains; only do this for files you trust",
-        stacklevel=2,
-    )
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    """Unpickle ``path`` through the one opt-in (:func:`wsod.utils.io.read_pickle`)."""
+    try:
+        return io.read_pickle(path, allow_pickle, hint="or convert it to .npz")
+    except io.PickleNotAllowedError as e:
+        raise ImportErrorWSOD(str(e)) from None
 
 
 def convert_layout(boxes: np.ndarray, layout: str) -> np.ndarray:
@@ -247,8 +242,6 @@ def import_proposals(
     elif suffix in (".pkl", ".pickle"):
         entries = _entries_pkl(read_pickle(path, allow_pickle), path, layout, images)
     elif suffix == ".npz":
-        from wsod.proposals.store import read_npz
-
         entries = _entries_pkl(read_npz(path), path, layout, images)
     else:
         raise ImportErrorWSOD(
@@ -278,4 +271,41 @@ def import_proposals(
         "missing_images": missing,
         "duplicates": dups,
     }
+    return props, report
+
+
+def import_split(
+    path: str | os.PathLike,
+    images: Sequence[Mapping],
+    *,
+    allow_pickle: bool = False,
+    layout: str | None = None,
+    min_size: float = 8,
+    max_boxes: int = 2000,
+) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
+    """Import ``path`` for every image of ``images`` and post-process the boxes.
+
+    Every split image must have an entry (entries for other images are reported, not used).
+
+    Returns:
+        ``(proposals in images order, report)`` (``report`` as :func:`import_proposals`'s).
+
+    Raises:
+        ImportErrorWSOD: unreadable file, or split images without an entry (names examples).
+    """
+    raw, report = import_proposals(path, images, allow_pickle=allow_pickle, layout=layout)
+    if report["missing_images"]:
+        raise ImportErrorWSOD(
+            f"{path}: {len(report['missing_images'])} of {len(images)} split images "
+            f"have no proposals there (e.g. {report['missing_images'][:3]}); "
+            f"{len(report['unmatched_entries'])} file entries matched no image (e.g. "
+            f"{report['unmatched_entries'][:3]}). Use the split the file was made for"
+        )
+    props = {}
+    for im in images:
+        b, s = raw[im["file_name"]]
+        bb, ss = postprocess(
+            b, s, im["width"], im["height"], min_size=min_size, max_boxes=max_boxes
+        )
+        props[im["file_name"]] = {"bboxes": bb, "scores": ss}
     return props, report

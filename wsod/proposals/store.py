@@ -7,7 +7,15 @@ Files written by the proposals stage (all atomic, each with ``<file>.meta.json``
   image path relative to the data root (``JPEGImages/000005.jpg``), boxes sorted by score.
 * ``<name>.npz`` -- the same content without pickle: ``keys`` (K,) str, ``offsets`` (K+1,)
   int64, ``bboxes`` (sum N,4) float32, ``scores`` (sum N,) float32; image ``k`` owns rows
-  ``offsets[k]:offsets[k+1]``. :func:`load_proposals` prefers it.
+  ``offsets[k]:offsets[k+1]``; ``pkl_sha256`` () str, the sha256 of the ``.pkl`` written with
+  it. :func:`load_proposals` prefers it to the pickle, but only while it is the twin of the
+  ``.pkl`` beside it: a ``.pkl`` replaced after the ``.npz`` was written (another hash) makes
+  the twin stale, and reading refuses it (delete the ``.npz`` or rerun ``wsod proposals``).
+  Twins written before the hash was recorded are checked by re-pickling their content.
+
+Write order (:func:`save_proposals`): the old ``.pkl`` is removed, then the ``.npz`` and then
+the ``.pkl`` are written (each with its sidecar, :func:`wsod.utils.io.write_artifact`), so a
+present ``.pkl`` (the make target) implies its up-to-date twin, whatever instant a kill hits.
 
 Cache: ``<cache_dir>/<config hash>/`` holds one ``.npz`` per image (``bboxes``, ``scores``),
 written atomically by the worker that computed it, plus ``params.json``. A rerun with the same
@@ -27,7 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from wsod.contracts import validate_proposals
-from wsod.utils.io import atomic_path, write_artifact, write_json
+from wsod.utils.io import (
+    PickleNotAllowedError,
+    atomic_path,
+    file_sha256,
+    read_pickle,
+    write_artifact,
+    write_json,
+)
 
 
 class ProposalFileError(ValueError):
@@ -38,6 +53,13 @@ def npz_twin(path: str | os.PathLike) -> Path:
     """``x/train.pkl`` -> ``x/train.npz``."""
     p = Path(path)
     return p.with_suffix(".npz") if p.suffix == ".pkl" else Path(f"{p}.npz")
+
+
+def pickle_bytes(props: Mapping[str, Mapping[str, np.ndarray]]) -> bytes:
+    """The ``.pkl`` file's bytes for a clean proposal dict (protocol 4, deterministic)."""
+    import pickle
+
+    return pickle.dumps(dict(props), protocol=4)
 
 
 def pack(props: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -71,13 +93,40 @@ def unpack(arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]
     }
 
 
-def read_npz(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
-    """Read a ``.npz`` twin (no pickle involved)."""
+def _read_npz_arrays(path: str | os.PathLike) -> tuple[dict, str | None]:
     try:
         with np.load(path, allow_pickle=False) as z:
-            return unpack({k: z[k] for k in ("keys", "offsets", "bboxes", "scores")})
+            arrays = {k: z[k] for k in ("keys", "offsets", "bboxes", "scores")}
+            pkl_hash = str(z["pkl_sha256"]) if "pkl_sha256" in z.files else None
     except (KeyError, ValueError, OSError) as e:
         raise ProposalFileError(f"{path}: not a proposal .npz ({e}); rerun `wsod proposals`") from e
+    return arrays, pkl_hash
+
+
+def read_npz(path: str | os.PathLike) -> dict[str, dict[str, np.ndarray]]:
+    """Read a ``.npz`` twin (no pickle involved)."""
+    return unpack(_read_npz_arrays(path)[0])
+
+
+def read_twin(twin: Path, pkl: Path) -> dict[str, dict[str, np.ndarray]]:
+    """Read ``twin`` in place of ``pkl``, refusing it if it is not ``pkl``'s twin.
+
+    Raises:
+        ProposalFileError: ``pkl`` changed after ``twin`` was written (names both and the fix).
+    """
+    arrays, recorded = _read_npz_arrays(twin)
+    props = unpack(arrays)
+    if not pkl.is_file():
+        return props
+    actual = file_sha256(pkl)
+    expected = recorded or hashlib.sha256(pickle_bytes(props)).hexdigest()
+    if actual != expected:
+        raise ProposalFileError(
+            f"{twin}: stale twin of {pkl}: the .pkl changed after this .npz was written, so "
+            f"they no longer hold the same proposals. Delete {twin} to read the .pkl itself "
+            "(with --allow-pickle if you trust it), or rerun `wsod proposals` to rewrite both"
+        )
+    return props
 
 
 def load_proposals(
@@ -87,24 +136,29 @@ def load_proposals(
     """Load proposals in the mmdet contract, preferring the safe ``.npz`` twin.
 
     Args:
-        path: a ``.pkl`` (its ``.npz`` twin is read when present) or a ``.npz``.
+        path: a ``.pkl`` (its ``.npz`` twin is read when present and not stale) or a ``.npz``.
         allow_pickle: needed only when a ``.pkl`` has no twin (unpickling runs code).
 
     Returns:
         ``{file_name: {"bboxes": float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``.
+
+    Raises:
+        ProposalFileError: missing file, a pickle without ``allow_pickle``, or a stale twin.
     """
     path = Path(path)
-    twin = path if path.suffix == ".npz" else npz_twin(path)
+    if path.suffix == ".npz":
+        if not path.is_file():
+            raise ProposalFileError(f"{path}: no such proposal file; run `wsod proposals`")
+        return validate_proposals(read_npz(path), where=str(path))
+    twin = npz_twin(path)
     if twin.is_file():
-        return validate_proposals(read_npz(twin), where=str(twin))
+        return validate_proposals(read_twin(twin, path), where=str(twin))
     if not path.is_file():
         raise ProposalFileError(f"{path}: no such proposal file; run `wsod proposals`")
-    from wsod.proposals.importers import read_pickle
-
     try:
-        obj = read_pickle(path, allow_pickle)
-    except ValueError as e:
-        raise ProposalFileError(str(e)) from e
+        obj = read_pickle(path, allow_pickle, hint="or convert it to .npz")
+    except PickleNotAllowedError as e:
+        raise ProposalFileError(str(e)) from None
     return validate_proposals(obj, where=str(path))
 
 
@@ -113,7 +167,8 @@ def save_proposals(
 ) -> Path:
     """Write ``path`` (.pkl, mmdet contract) and its ``.npz`` twin, atomically, with metas.
 
-    The ``.npz`` is written first, so a present ``.pkl`` (the make target) implies its twin.
+    The old ``.pkl`` goes first and the ``.npz`` (holding the new ``.pkl``'s hash) is written
+    before the new ``.pkl``, so a present ``.pkl`` (the make target) implies its twin.
     ``meta`` goes to :func:`wsod.utils.io.write_meta` (stage, config, inputs, seed, started,
     extra).
     """
@@ -131,20 +186,16 @@ def save_proposals(
         for k, v in props.items()
     }
     validate_proposals(clean, where=str(path))
-    arrays = pack(clean)
+    data = pickle_bytes(clean)
+    arrays = {**pack(clean), "pkl_sha256": np.array(hashlib.sha256(data).hexdigest())}
 
     def _npz(tmp: Path) -> None:
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
 
-    def _pkl(tmp: Path) -> None:
-        import pickle
-
-        with open(tmp, "wb") as f:
-            pickle.dump(clean, f, protocol=4)
-
+    path.unlink(missing_ok=True)  # no old .pkl beside the new twin, even for a moment
     write_artifact(npz_twin(path), _npz, **meta)
-    return write_artifact(path, _pkl, **meta)
+    return write_artifact(path, lambda tmp: tmp.write_bytes(data), **meta)
 
 
 # --------------------------------------------------------------------------- cache

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,49 +63,49 @@ def load_splits(
             f"{source}: dataset source not found; check --source"
             + (" (run `make voc07` to download VOC 2007)" if format == "voc" else "")
         )
+    if boxes is not None and format != "csv":
+        raise DatasetError(
+            "--boxes applies to the csv format only (VOC boxes come from Annotations/, COCO "
+            "boxes from the json's annotations)"
+        )
+    opts = {"limit": limit, "skip_bad": skip_bad}
     if format in ("voc", "demo"):
-        from wsod.datasets.voc import load_voc_split
+        return _load_voc(source, format, list(splits), classes, seed, num_images, opts)
+    if format == "csv":
+        return _load_csv(source, list(splits), classes, boxes, opts)
+    return _load_coco(source, list(splits), classes, opts)
 
-        cls = list(classes) if classes else list(VOC_CLASSES)
-        if format == "demo":
-            from wsod.datasets.demo import DEMO_CLASSES, ensure_demo_dataset
 
-            source = ensure_demo_dataset(source, seed=seed, num_images=num_images)
-            cls = list(DEMO_CLASSES)
-        elif not (source / "ImageSets").is_dir() and (source / "VOC2007" / "ImageSets").is_dir():
-            source = source / "VOC2007"  # a VOCdevkit folder was given: use its VOC2007
-        if boxes is not None:
-            raise DatasetError(
-                "--boxes applies to the csv format only (VOC boxes come from "
-                "Annotations/, COCO boxes from the json)"
-            )
-        return [
-            load_voc_split(
-                source, s, classes=cls, limit=limit, skip_bad=skip_bad, format_name=format
-            )
-            for s in splits
-        ]
+def _load_voc(source: Path, format: str, splits, classes, seed, num_images, opts) -> list:
+    from wsod.datasets.voc import load_voc_split
+
+    cls = list(classes) if classes else list(VOC_CLASSES)
+    if format == "demo":
+        from wsod.datasets.demo import DEMO_CLASSES, ensure_demo_dataset
+
+        source = ensure_demo_dataset(source, seed=seed, num_images=num_images)
+        cls = list(DEMO_CLASSES)
+    elif not (source / "ImageSets").is_dir() and (source / "VOC2007" / "ImageSets").is_dir():
+        source = source / "VOC2007"  # a VOCdevkit folder was given: use its VOC2007
+    return [load_voc_split(source, s, classes=cls, format_name=format, **opts) for s in splits]
+
+
+def _load_csv(source: Path, splits, classes, boxes, opts) -> list:
     from wsod.datasets import custom
 
-    if format == "csv":
-        files = [custom.resolve_split_file(source.resolve(), s, ".csv") for s in splits]
-        cls = list(classes) if classes else custom.csv_classes(files)
-        return [
-            custom.load_csv_split(
-                source, str(f), classes=cls, boxes=boxes, limit=limit, skip_bad=skip_bad
-            )
-            for f in files
-        ]
-    if boxes is not None:
-        raise DatasetError(
-            "--boxes applies to the csv format only (COCO boxes come from the json's annotations)"
-        )
-    pairs = custom.coco_split_files(source, list(splits))
+    files = [custom.resolve_split_file(source.resolve(), s, ".csv") for s in splits]
+    if classes:
+        custom.check_case_duplicates(list(classes), "--classes")
+    cls = list(classes) if classes else custom.csv_classes(files)
+    return [custom.load_csv_split(source, str(f), classes=cls, boxes=boxes, **opts) for f in files]
+
+
+def _load_coco(source: Path, splits, classes, opts) -> list:
+    from wsod.datasets import custom
+
+    pairs = custom.coco_split_files(source, splits)
     cls = list(classes) if classes else custom.coco_classes([p for _, p in pairs])
-    return [
-        custom.load_coco_split(source, name, p, classes=cls, limit=limit, skip_bad=skip_bad)
-        for name, p in pairs
-    ]
+    return [custom.load_coco_split(source, name, p, classes=cls, **opts) for name, p in pairs]
 
 
 def build_split_files(data: SplitData) -> tuple[dict, dict]:
@@ -173,8 +174,8 @@ def run(
     """Turn a dataset on disk into ``<split>.json`` + ``<split>_gt.json`` in ``out_dir``.
 
     Args:
-        source: dataset folder (VOC2007 folder or the VOCdevkit above it, image folder for csv, json or folder for coco,
-            target folder for demo).
+        source: dataset folder (VOC2007 folder or the VOCdevkit above it, image folder for
+            csv, json or folder for coco, target folder for demo).
         out_dir: output folder (created).
         format: ``voc``, ``csv``, ``coco`` or ``demo``.
         splits: split names (voc/demo) or CSV/json files (csv/coco).
@@ -187,63 +188,70 @@ def run(
         boxes: csv only: eval-only boxes (COCO json or folder of VOC XML files).
 
     Returns:
-        ``{split: {"images", "objects", "skipped", "split_file", "gt_file"}}``.
+        ``{split: {"images", "objects", "skipped", "split_file", "gt_file",
+        "images_per_class"}}``.
 
     Raises:
         DatasetError: bad input (message names the file and the fix); nothing is written then.
     """
     started = time.time()
-    config = {
-        "source": str(source),
-        "format": format,
-        "splits": list(splits) if not isinstance(splits, str) else [splits],
-        "limit": limit,
-        "skip_bad": skip_bad,
-        "seed": seed,
-        "num_images": num_images,
-        "classes": classes,
-        "boxes": None if boxes is None else str(boxes),
-    }
-    loaded = load_splits(
-        source,
+    options = dict(
         format=format,
-        splits=splits,
+        splits=list(splits) if not isinstance(splits, str) else [splits],
         limit=limit,
         skip_bad=skip_bad,
         seed=seed,
         num_images=num_images,
         classes=classes,
-        boxes=boxes,
+        boxes=None if boxes is None else str(boxes),
     )
+    config = {"source": str(source), **options}
+    loaded = load_splits(source, **{**options, "boxes": boxes})
     names = [d.name for d in loaded]
     if len(set(names)) != len(names):
         raise DatasetError(f"split names repeat: {names}; give each split once")
     built = [(d, *build_split_files(d)) for d in loaded]  # validate all before writing any
-
-    out_dir = Path(out_dir)
     summary = {}
     for data, split, gt in built:
         meta = dict(stage="data", config=config, inputs=data.inputs, seed=seed, started=started)
-        split_file = out_dir / f"{data.name}.json"
-        gt_file = out_dir / f"{data.name}_gt.json"
-        skipped_file = out_dir / f"{data.name}.skipped.json"
-        write_json_artifact(gt_file, gt, **meta)
-        if skip_bad:
-            write_json_artifact(
-                skipped_file,
-                {"split": data.name, "num_skipped": len(data.skipped), "skipped": data.skipped},
-                indent=1,
-                **meta,
-            )
-        else:
-            skipped_file.unlink(missing_ok=True)
-            Path(f"{skipped_file}.meta.json").unlink(missing_ok=True)
-        write_json_artifact(split_file, split, **meta)
-        summary[data.name] = {
-            "images": len(data.images),
-            "objects": len(gt["annotations"]),
-            "skipped": len(data.skipped),
-            "split_file": str(split_file),
-            "gt_file": str(gt_file),
-        }
+        summary[data.name] = write_split_files(Path(out_dir), data, split, gt, skip_bad, meta)
     return summary
+
+
+def write_split_files(
+    out_dir: Path, data: SplitData, split: dict, gt: dict, skip_bad: bool, meta: dict
+) -> dict:
+    """Write one split's files (gt, skipped list, then the split: the make target last).
+
+    Returns:
+        ``{"images", "objects", "skipped", "split_file", "gt_file", "images_per_class"}``.
+    """
+    split_file = out_dir / f"{data.name}.json"
+    gt_file = out_dir / f"{data.name}_gt.json"
+    skipped_file = out_dir / f"{data.name}.skipped.json"
+    write_json_artifact(gt_file, gt, **meta)
+    if skip_bad:
+        write_json_artifact(
+            skipped_file,
+            {"split": data.name, "num_skipped": len(data.skipped), "skipped": data.skipped},
+            indent=1,
+            **meta,
+        )
+    else:
+        skipped_file.unlink(missing_ok=True)
+        Path(f"{skipped_file}.meta.json").unlink(missing_ok=True)
+    write_json_artifact(split_file, split, **meta)
+    return {
+        "images": len(data.images),
+        "objects": len(gt["annotations"]),
+        "skipped": len(data.skipped),
+        "split_file": str(split_file),
+        "gt_file": str(gt_file),
+        "images_per_class": images_per_class(data),
+    }
+
+
+def images_per_class(data: SplitData) -> dict[str, int]:
+    """``{class name: number of images labelled with it}``, in category-id order."""
+    counts = Counter(c for im in data.images for c in im["labels"])
+    return {name: counts[k] for k, name in enumerate(data.classes, 1)}

@@ -71,9 +71,11 @@ def _set_dataset(
     split_path: str | os.PathLike,
     split: Mapping,
     proposals: str | os.PathLike | None,
+    allow_pickle: bool = False,
 ) -> None:
     """Point a dataloader's dataset config at a split + its proposals (absolute paths; None:
-    one whole-image box per image, for models that train on images alone)."""
+    one whole-image box per image, for models that train on images alone). ``allow_pickle``:
+    the user's ``--allow-pickle`` for a proposal ``.pkl`` without its ``.npz`` twin."""
     while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
         ds_cfg = ds_cfg.dataset
     if proposals is not None and not (
@@ -86,6 +88,8 @@ def _set_dataset(
     ds_cfg.data_root = str(_data_root(split, split_path))
     ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
+    if allow_pickle:
+        ds_cfg.allow_pickle = True
 
 
 def trains_on_proposals(cfg: Any) -> bool:
@@ -142,7 +146,8 @@ def run(
         import_file: foreign detections to import instead of training (see
             :mod:`wsod.weak.importers`); needs ``split``.
         import_format: ``coco``, ``voc_txt`` or ``pkl`` (guessed from the path if None).
-        allow_pickle: allow unpickling ``import_file`` (``pkl`` format only).
+        allow_pickle: allow unpickling ``import_file`` (``pkl`` format), and proposal ``.pkl``
+            files that have no ``.npz`` twin.
         max_iters: override the schedule's iterations (smoke runs, tests).
         split: the split the imported detections are for (import mode).
         out: imported detections output (default ``<work_dir>/train_dets.json``).
@@ -205,7 +210,9 @@ def run(
     resumed_from = None
     iterations = None
     if train is not None:
-        _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals)
+        _set_dataset(
+            cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle
+        )
         if max_iters is not None:
             rn.set_max_iters(cfg, max_iters, error=WeakStageError)
         seed_file = cfg.train_dataloader.dataset.get("seed_file")
@@ -259,7 +266,9 @@ def run(
 
     outputs = {}
     for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
-        outputs[str(out_path)] = _infer(cfg, ckpt, split_path, s, props, out_path, meta, config)
+        outputs[str(out_path)] = _infer(
+            cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle
+        )
     return {
         "work_dir": str(work_dir),
         "checkpoint": ckpt,
@@ -299,10 +308,11 @@ def _infer(
     out: Path,
     meta: Mapping,
     config: Any,
+    allow_pickle: bool = False,
 ) -> dict:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
     test_cfg = rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS)
-    _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals)
+    _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals, allow_pickle)
     test_cfg.test_dataloader.dataset.test_mode = True
     test_cfg.experiment_name = f"weak_infer_{split_path.stem}_{time.strftime('%Y%m%d_%H%M%S')}"
     rn.dump_detections(

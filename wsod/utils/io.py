@@ -4,6 +4,23 @@ Every artifact is written to a temporary file in the same folder and renamed int
 interrupted stage never leaves a partial file that `make` would take as done. Beside it goes
 ``<file>.meta.json``: resolved config, command line, git commit, input file hashes, package
 versions, seed and wall time.
+
+Invariant (:func:`write_artifact`): **an artifact never stands beside a missing or stale
+sidecar**, whatever instant the process is killed at (``kill -9`` included). Both files are
+first written completely under temporary names; then, in this order,
+
+1. the previous artifact is removed (its old sidecar may stay: an orphan sidecar describes no
+   file, and `make` only looks at the artifact);
+2. the new sidecar is renamed into place;
+3. the new artifact is renamed into place.
+
+A kill before 1 leaves the previous artifact with its own sidecar; a kill after 1 and before 3
+leaves no artifact (`make` reruns the stage); after 3 both are new. Readers therefore trust a
+sidecar only when its artifact exists. Temporary files (``.<name>.*.tmp``) left by a kill are
+ignored by every reader.
+
+Pickle: :func:`read_pickle` is the one place that unpickles a file a user gives (unpickling runs
+code): it refuses unless the caller passes ``allow_pickle=True`` (``--allow-pickle``).
 """
 
 from __future__ import annotations
@@ -18,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -41,8 +59,12 @@ class ArtifactError(RuntimeError):
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike):
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success."""
+def atomic_path(path: str | os.PathLike, commit: bool = True):
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success.
+
+    With ``commit=False`` the caller renames it (see :func:`write_artifact`); a temporary file
+    still there at the end (an error, or no rename) is removed.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -50,11 +72,44 @@ def atomic_path(path: str | os.PathLike):
     os.chmod(tmp, 0o644)  # mkstemp's 0600 would make artifacts private to their writer
     try:
         yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
+        if commit:
+            os.replace(tmp, path)
+    finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise
+
+
+class PickleNotAllowedError(ValueError):
+    """A pickle file would have to be unpickled without the user's ``--allow-pickle``."""
+
+
+def read_pickle(path: str | os.PathLike, allow_pickle: bool = False, hint: str = "") -> Any:
+    """Unpickle ``path`` only if ``allow_pickle``; warn that it runs code.
+
+    Args:
+        path: the pickle file.
+        allow_pickle: the user's opt-in (``--allow-pickle``).
+        hint: what else the user can do (e.g. ``"or convert it to .npz"``), for the message.
+
+    Raises:
+        PickleNotAllowedError: ``allow_pickle`` is false (the message names the file and flag).
+    """
+    if not allow_pickle:
+        raise PickleNotAllowedError(
+            f"{path}: loading a pickle can run arbitrary code; pass --allow-pickle "
+            f"(allow_pickle=True) if you trust this file{', ' + hint if hint else ''}"
+        )
+    warnings.warn(
+        f"{path}: unpickling a file runs any code it contains; only do this for files you trust",
+        stacklevel=2,
+    )
+    with open(path, "rb") as f:
+        return pickle.load(f)  # noqa: S301 - the opt-in above
+
+
+def meta_path(path: str | os.PathLike) -> Path:
+    """``x/a.json`` -> ``x/a.json.meta.json`` (the sidecar)."""
+    return Path(f"{path}.meta.json")
 
 
 def write_json(path: str | os.PathLike, obj: Any, indent: int | None = None) -> None:
@@ -146,7 +201,7 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
-def write_meta(
+def build_meta(
     path: str | os.PathLike,
     *,
     stage: str,
@@ -155,9 +210,8 @@ def write_meta(
     seed: int | None = None,
     started: float | None = None,
     extra: Mapping | None = None,
-) -> Path:
-    """Write ``<path>.meta.json`` describing how ``path`` was made. Returns the sidecar path."""
-    meta_path = Path(f"{path}.meta.json")
+) -> dict:
+    """The sidecar's content for artifact ``path`` (see the module docstring)."""
     inputs_info = {}
     for p in inputs:
         p = Path(p)
@@ -177,16 +231,37 @@ def write_meta(
     }
     if extra:
         meta.update(_jsonable(extra))
-    write_json(meta_path, meta, indent=2)
-    return meta_path
+    return meta
+
+
+def write_meta(path: str | os.PathLike, **meta: Any) -> Path:
+    """Write ``<path>.meta.json`` describing how ``path`` was made. Returns the sidecar path.
+
+    For a file written separately; :func:`write_artifact` writes both in the safe order.
+    ``meta``: ``stage``, ``config``, ``inputs``, ``seed``, ``started``, ``extra`` (as
+    :func:`build_meta`).
+    """
+    write_json(meta_path(path), build_meta(path, **meta), indent=2)
+    return meta_path(path)
 
 
 def write_artifact(path: str | os.PathLike, writer: Callable[[Path], None], **meta: Any) -> Path:
-    """Write an artifact atomically with ``writer(tmp_path)``, then its ``.meta.json``."""
-    with atomic_path(path) as tmp:
-        writer(tmp)
-    write_meta(path, **meta)
-    return Path(path)
+    """Write an artifact with ``writer(tmp_path)`` and its ``.meta.json``, both atomically.
+
+    The commit order keeps the module's invariant: no artifact beside a missing or stale
+    sidecar, at any kill point. ``meta`` as for :func:`write_meta`.
+    """
+    path = Path(path)
+    side = meta_path(path)
+    with atomic_path(path, commit=False) as tmp_art, atomic_path(side, commit=False) as tmp_meta:
+        writer(tmp_art)
+        with open(tmp_meta, "w") as f:
+            json.dump(build_meta(path, **meta), f, indent=2)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # 1. the previous artifact goes first (its sidecar is now an orphan)
+        os.replace(tmp_meta, side)  # 2. the new sidecar, still without an artifact
+        os.replace(tmp_art, path)  # 3. the artifact, its sidecar already in place
+    return path
 
 
 def write_json_artifact(

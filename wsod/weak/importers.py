@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import glob
 import os
-import pickle
-import warnings
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -36,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from wsod.contracts import ContractError, make_detections, validate_detections
-from wsod.utils.io import read_json
+from wsod.utils.io import PickleNotAllowedError, read_json, read_pickle
 
 FORMATS = ("coco", "voc_txt", "pkl")
 
@@ -207,16 +205,10 @@ def _read_pkl(
     split: Mapping,
     allow_pickle: bool,
 ) -> tuple[list[dict], int]:
-    if not allow_pickle:
-        raise DetectionImportError(
-            f"{path}: loading a pickle can run arbitrary code; pass --allow-pickle "
-            "(allow_pickle=True) if you trust this file, or export COCO json instead"
-        )
-    warnings.warn(
-        f"{path}: unpickling runs any code the file contains; only for trusted files", stacklevel=3
-    )
-    with open(path, "rb") as f:
-        obj = pickle.load(f)  # noqa: S301 - opt-in above
+    try:  # the one pickle opt-in of the package
+        obj = read_pickle(path, allow_pickle, hint="or export COCO json instead")
+    except PickleNotAllowedError as e:
+        raise DetectionImportError(str(e)) from None
     all_boxes = obj.get("all_boxes") if isinstance(obj, Mapping) else obj
     if not isinstance(all_boxes, (list, tuple)) or not all_boxes:
         raise DetectionImportError(

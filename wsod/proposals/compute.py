@@ -1,0 +1,243 @@
+"""Computing proposals for many images: one image, the worker processes, the resume cache.
+
+:func:`compute_split` is what ``wsod proposals`` runs for the pixel methods (selective search,
+EdgeBoxes): it skips images already in the per-image cache (:class:`~wsod.proposals.store.
+ProposalCache`), computes the others in ``workers`` processes, and reads every image's result
+back from the cache, in the split's order.
+
+Processes: ``spawn`` workers from :class:`concurrent.futures.ProcessPoolExecutor`, OpenCV
+single-threaded in each. A worker never outlives the stage: on Linux the kernel sends it
+SIGTERM when the main process dies (``prctl(PR_SET_PDEATHSIG)``), elsewhere a watchdog thread
+notices the new parent id; with the workers gone, multiprocessing's resource tracker exits too.
+A worker that dies (killed, out of memory) stops the stage with :class:`WorkerDiedError`, whose
+message says that rerunning the same command resumes from the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wsod.proposals.postprocess import postprocess
+from wsod.proposals.store import ProposalCache
+
+PIXEL_METHODS = ("selective_search", "edge_boxes")
+
+
+class WorkerDiedError(RuntimeError):
+    """A proposal worker process died; the cached images are kept for a rerun."""
+
+
+def compute_image(
+    path: str | os.PathLike,
+    key: str,
+    params: Mapping[str, Any],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Proposals of one image, post-processed.
+
+    Args:
+        path: the image file.
+        key: the image's split ``file_name`` (seeds selective search's ranking).
+        params: ``method``, ``mode``, ``max_boxes``, ``min_size``, ``edge_model``, ``resize``,
+            ``seed`` (as for :func:`wsod.stages.proposals.run`).
+
+    Returns:
+        ``(bboxes (N,4) float32 x1y1x2y2, scores (N,) float32)``, scores descending.
+    """
+    from wsod.proposals.image import read_image
+
+    img = read_image(path)
+    h, w = img.shape[:2]
+    if params["method"] == "selective_search":
+        from wsod.proposals.selective_search import image_seed, selective_search
+
+        boxes, scores = selective_search(
+            img, params["mode"], params["resize"], seed=image_seed(params["seed"], key)
+        )
+    elif params["method"] == "edge_boxes":
+        from wsod.proposals.edge_boxes import edge_boxes
+
+        cap = params["max_boxes"] if params["max_boxes"] and params["max_boxes"] > 0 else 10000
+        boxes, scores = edge_boxes(
+            img, params["edge_model"], params["resize"], max_boxes=int(cap * 1.25) + 10
+        )
+    else:
+        raise ValueError(f"unknown proposal method {params['method']!r}; choose {PIXEL_METHODS}")
+    return postprocess(
+        boxes, scores, w, h, min_size=params["min_size"], max_boxes=params["max_boxes"]
+    )
+
+
+def whole_image(images: Sequence[Mapping]) -> dict[str, dict[str, np.ndarray]]:
+    """One box = the image per split image (from the split's sizes, no pixel read)."""
+    return {
+        im["file_name"]: {
+            "bboxes": np.array([[0, 0, im["width"], im["height"]]], np.float32),
+            "scores": np.ones(1, np.float32),
+        }
+        for im in images
+    }
+
+
+# --------------------------------------------------------------------------- workers
+_WORKER: dict[str, Any] = {}
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Make this (worker) process end when ``parent_pid`` dies.
+
+    Linux: the kernel sends SIGTERM at the parent's death (``PR_SET_PDEATHSIG``); elsewhere a
+    daemon thread polls the parent id. Either way, a parent already gone means exit now.
+    """
+    import signal
+
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # died before the signal was armed
+        os._exit(1)
+    if not armed:
+
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(1.0)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="wsod-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(params: Mapping, cache_root: str, parent_pid: int | None = None) -> None:
+    import cv2
+
+    if parent_pid is not None:
+        exit_with_parent(parent_pid)
+    cv2.setNumThreads(1)  # one process per core; OpenCV's own threads would oversubscribe
+    _WORKER["params"] = dict(params)
+    _WORKER["cache"] = ProposalCache(cache_root, params)
+
+
+def _work(task: tuple[str, str]) -> tuple[str, int, float]:
+    key, path = task
+    t0 = time.time()
+    try:
+        boxes, scores = compute_image(path, key, _WORKER["params"])
+    except Exception as e:
+        raise RuntimeError(f"{path}: proposals failed: {e}") from e
+    _WORKER["cache"].put(key, boxes, scores)
+    return key, len(boxes), time.time() - t0
+
+
+def _compute_serial(tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, bar):
+    _init_worker(params, str(cache.dir.parent))
+    total = 0.0
+    for t in tasks:
+        total += _work(t)[2]
+        bar.update(1)
+    return total
+
+
+def _compute_pool(
+    tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, workers: int, bar
+) -> float:
+    import multiprocessing as mp
+
+    total = 0.0
+    ex = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=mp.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(dict(params), str(cache.dir.parent), os.getpid()),
+    )
+    try:
+        pending = {ex.submit(_work, t) for t in tasks}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION, timeout=5)
+            for f in done:
+                total += f.result()[2]  # re-raises a worker's error (naming the image)
+                bar.update(1)
+    except BrokenProcessPool as e:
+        raise WorkerDiedError(
+            "a proposal worker process died (killed, or out of memory: try fewer --workers); "
+            f"the images finished so far are cached in {cache.dir}: rerun the same command "
+            "to resume"
+        ) from e
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+    return total
+
+
+def compute_all(
+    tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, workers: int
+) -> float:
+    """Compute and cache ``tasks`` (``(key, image path)``); return the summed compute seconds.
+
+    Raises:
+        WorkerDiedError: a worker process died (the message says how to resume).
+    """
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=len(tasks), desc=f"proposals ({params['method']})", unit="img", dynamic_ncols=True
+    )
+    try:
+        if workers <= 1:
+            return _compute_serial(tasks, params, cache, bar)
+        return _compute_pool(tasks, params, cache, workers, bar)
+    finally:
+        bar.close()
+
+
+def compute_split(
+    keys: Sequence[str],
+    root: Path,
+    params: Mapping,
+    cache_dir: str | os.PathLike,
+    workers: int = 1,
+) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
+    """Proposals of the images ``root / key`` for ``keys``, computing only uncached ones.
+
+    Args:
+        keys: split ``file_name`` values, in output order.
+        root: the data root the keys are relative to.
+        params: ``method``, ``mode``, ``max_boxes``, ``min_size``, ``resize``, ``seed``,
+            ``edge_model`` (they also name the cache sub-folder).
+        cache_dir: the per-image cache root.
+        workers: processes (``spawn``; a script calling this with ``workers > 1`` needs the
+            ``if __name__ == '__main__':`` guard).
+
+    Returns:
+        ``(proposals in keys order, stats)``; stats: ``computed``, ``cached``,
+        ``seconds_per_image`` (compute time per computed image, all workers summed; None when
+        nothing was computed), ``cache_dir``.
+    """
+    from wsod.utils import cpu_share
+
+    cache = ProposalCache(cache_dir, params)
+    cache.prepare()
+    tasks = [(k, str(root / k)) for k in keys if not cache.has(k)]
+    with cpu_share.slot():  # PyTorch stages run at once (make -j2) leave it the cores
+        secs = compute_all(tasks, params, cache, max(1, int(workers))) if tasks else 0.0
+    props = {k: cache.get(k) for k in keys}
+    stats = {
+        "computed": len(tasks),
+        "cached": len(keys) - len(tasks),
+        "seconds_per_image": round(secs / len(tasks), 4) if tasks else None,
+        "cache_dir": str(cache.dir),
+    }
+    return props, stats
