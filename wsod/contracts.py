@@ -58,6 +58,17 @@ def xyxy_to_xywh(boxes: np.ndarray) -> np.ndarray:
     return b
 
 
+def is_ignored(ann: Mapping) -> bool:
+    """The one ignore rule of an annotation (ground truth or pseudo label): a box flagged
+    ``difficult`` (VOC) or ``iscrowd`` (COCO; a de-noise ignore region) is ignored.
+
+    An ignored box is neither a hit nor a miss: detections matching it are neither true nor
+    false positives, it does not count in recall (VOC AP, COCO AP, box precision / recall), and
+    mmdet trains on it as an ignored instance (``iscrowd`` 1).
+    """
+    return bool(ann.get("difficult", 0) or ann.get("iscrowd", 0))
+
+
 # --------------------------------------------------------------------------- split
 def validate_categories(cats: Any, where: str) -> dict[int, str]:
     if not isinstance(cats, list) or not cats:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wsod.contracts import detections_by_image
+from wsod.contracts import detections_by_image, is_ignored
 from wsod.evaluation.coco import coco_ap
-from wsod.evaluation.gt import class_ids, gt_by_image, gt_to_arrays, is_ignored, load_gt
+from wsod.evaluation.gt import class_ids, gt_by_image, gt_to_arrays, load_gt
 from wsod.evaluation.localization import box_precision_recall, read_reference_boxes
 from wsod.evaluation.voc import eval_voc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from wsod.evaluation.gt import is_ignored
+from wsod.contracts import is_ignored
 
 SHARED_VOC2007 = "voc2007-shared"
 VOC = "voc"

@@ -3,7 +3,7 @@
 Inputs: the eval-only ground truth (COCO instances dict or path) and a COCO results list
 (``image_id``, ``category_id``, ``bbox`` xywh, ``score``). pycocotools' prints are captured.
 
-Ignored ground-truth boxes (:func:`wsod.evaluation.gt.is_ignored`: ``difficult`` or
+Ignored ground-truth boxes (:func:`wsod.contracts.is_ignored`: ``difficult`` or
 ``iscrowd``) are handed to ``COCOeval`` as ``iscrowd=1``, the COCO way to mark regions whose
 detections are neither rewarded nor punished (the closest analogue of VOC's difficult).
 ``area`` is filled with ``w * h`` where missing. ``maxDets`` is COCO's 100 per image.
@@ -18,7 +18,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from wsod.evaluation.gt import is_ignored, load_gt
+from wsod.contracts import is_ignored
+from wsod.evaluation.gt import load_gt
 
 STAT_NAMES = (
     "AP",

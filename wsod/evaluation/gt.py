@@ -6,8 +6,8 @@ stages (proposals, weak, denoise, strong) must never import it; evaluation and d
 
 Boxes come out as float ``x1, y1, x2, y2`` 0-based pixels (files hold COCO ``x, y, w, h``).
 A box is *ignored* (VOC "difficult") when its annotation has ``difficult`` or ``iscrowd`` set:
-:func:`is_ignored` is the one place that says so, for VOC AP, COCO AP and CorLoc / box
-precision alike. :func:`gt_to_arrays` (flat rows) and :func:`gt_by_image` (per image) are the
+the one rule, :func:`wsod.contracts.is_ignored`, holds for VOC AP, COCO AP and box precision
+alike. :func:`gt_to_arrays` (flat rows) and :func:`gt_by_image` (per image) are the
 ground-truth converters; detections are converted by :mod:`wsod.contracts`.
 """
 
@@ -19,22 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from wsod.contracts import group_by_image, validate_gt, xywh_to_xyxy
+from wsod.contracts import group_by_image, is_ignored, validate_gt, xywh_to_xyxy
 from wsod.utils.io import read_json
 
 
 def load_gt(path: str | os.PathLike) -> dict:
     """Read and validate an eval-only ground-truth file (COCO instances json)."""
     return validate_gt(read_json(path), where=str(path))
-
-
-def is_ignored(ann: Mapping) -> bool:
-    """The one ignore rule: a box flagged ``difficult`` (VOC) or ``iscrowd`` (COCO) is ignored.
-
-    An ignored box is neither a hit nor a miss: detections matching it are neither true nor
-    false positives, and it does not count in recall (VOC AP, COCO AP, box precision / recall).
-    """
-    return bool(ann.get("difficult", 0) or ann.get("iscrowd", 0))
 
 
 def gt_to_arrays(gt: Mapping) -> dict[str, np.ndarray]:
@@ -46,8 +37,8 @@ def gt_to_arrays(gt: Mapping) -> dict[str, np.ndarray]:
 
     Returns:
         ``{"image_ids": (M,) int64, "bboxes": (M,4) float64 x1y1x2y2, "labels": (M,) int64,
-        "ignore": (M,) bool (:func:`is_ignored`), "image_set": (I,) int64 ids of every image
-        of the file, boxes or not}``.
+        "ignore": (M,) bool (:func:`wsod.contracts.is_ignored`), "image_set": (I,) int64 ids of
+        every image of the file, boxes or not}``.
     """
     anns = gt["annotations"]
     return {
@@ -68,8 +59,8 @@ def gt_by_image(gt: Mapping) -> dict[int, dict[str, np.ndarray]]:
     Returns:
         ``{image_id: {"bboxes": (M,4) float64 x1y1x2y2, "labels": (M,) int64,
         "difficult": (M,) bool}}`` in the file's image order (``difficult`` is the ignore flag
-        of :func:`is_ignored`, under the name :func:`wsod.evaluation.voc.eval_voc` reads);
-        images without boxes get empty arrays.
+        of :func:`wsod.contracts.is_ignored`, under the name that
+        :func:`wsod.evaluation.voc.eval_voc` reads); images without boxes get empty arrays.
     """
     arrays = gt_to_arrays(gt)
     rows = {k: arrays[k] for k in ("image_ids", "bboxes", "labels")}

@@ -33,7 +33,7 @@ def read_reference_boxes(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Returns:
         :func:`wsod.evaluation.gt.gt_to_arrays` of the validated file: ``image_ids``,
         ``bboxes`` (M,4) x1y1x2y2, ``labels``, ``ignore`` (the one ignore rule,
-        :func:`wsod.evaluation.gt.is_ignored`), ``image_set``.
+        :func:`wsod.contracts.is_ignored`), ``image_set``.
     """
     return gt_to_arrays(load_gt(path))
 
