@@ -28,9 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
-from wsod.contracts import load_detections
+from wsod.contracts import detections_to_arrays, load_detections
 from wsod.denoise import DEFAULT_STRATEGIES, build_chain, denoise_arrays, denoise_images
-from wsod.stages.denoise import detections_to_arrays
 
 ONE_STRATEGY = {
     "top1": [dict(type="top1")],

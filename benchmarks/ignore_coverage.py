@@ -25,10 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wsod.contracts import load_detections, load_split  # noqa: E402
+from wsod.contracts import detections_to_arrays, load_detections, load_split  # noqa: E402
 from wsod.denoise import build_chain, denoise_arrays  # noqa: E402
 from wsod.evaluation.localization import read_reference_boxes  # noqa: E402
-from wsod.stages.denoise import detections_to_arrays  # noqa: E402
 from wsod.utils.boxes import box_area, box_intersection, box_iou  # noqa: E402
 
 

@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from wsod.contracts import load_detections  # noqa: E402
+from wsod.evaluation.scoring import localization_entry, score_detections  # noqa: E402
 from wsod.stages import weak  # noqa: E402
-from wsod.stages.evaluate import localization_entry, score_detections  # noqa: E402
 
 
 def parse_views(text: str) -> dict | None:

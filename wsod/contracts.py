@@ -12,6 +12,12 @@ COCO's ``x, y, w, h``; conversion happens only here and in the dataset loaders/e
 |                  |                              | float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``   |
 | weak detections  | ``*.json``                   | COCO results list (image_id, category_id, bbox, score)|
 | pseudo labels    | ``*.json``                   | COCO instances json, ``score`` (and ``weight``) kept  |
+| metrics          | ``eval/metrics.json``        | per detector VOC / COCO AP, per-class AP and PR      |
+|                  |                              | curves, caveats (:func:`validate_metrics`)           |
+
+Converters from these formats to arrays live here too (:func:`detections_to_arrays`,
+:func:`detections_by_image`, :func:`pseudo_label_detections`); ground truth is converted by the
+eval-only :mod:`wsod.evaluation.gt`, which the training side never imports.
 
 A split's ``file_name`` is relative to ``info.data_root`` (for VOC: ``JPEGImages/000005.jpg``,
 which is also the key mmdet's ``load_proposals`` derives from an image path).
@@ -20,7 +26,7 @@ which is also the key mmdet's ``load_proposals`` derives from an image path).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,17 @@ def xyxy_to_xywh(boxes: np.ndarray) -> np.ndarray:
     b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).copy()
     b[:, 2:] -= b[:, :2]
     return b
+
+
+def is_ignored(ann: Mapping) -> bool:
+    """The one ignore rule of an annotation (ground truth or pseudo label): a box flagged
+    ``difficult`` (VOC) or ``iscrowd`` (COCO; a de-noise ignore region) is ignored.
+
+    An ignored box is neither a hit nor a miss: detections matching it are neither true nor
+    false positives, it does not count in recall (VOC AP, COCO AP, box precision / recall), and
+    mmdet trains on it as an ignored instance (``iscrowd`` 1).
+    """
+    return bool(ann.get("difficult", 0) or ann.get("iscrowd", 0))
 
 
 # --------------------------------------------------------------------------- split
@@ -173,23 +190,79 @@ def validate_detections(dets: Any, split: Mapping | None = None, where: str = "d
     return dets
 
 
+def detections_to_arrays(dets: Iterable[Mapping]) -> dict[str, np.ndarray]:
+    """COCO results list -> flat arrays, one row per detection, in the input order.
+
+    The one converter from the detection format to the code's box convention (xywh ->
+    x1y1x2y2); :func:`detections_by_image` groups its rows per image.
+
+    Returns:
+        ``{"image_ids": (N,) int64, "bboxes": (N,4) float64 x1y1x2y2, "scores": (N,) float64,
+        "labels": (N,) int64 category ids}``.
+    """
+    if not isinstance(dets, Sequence):
+        dets = list(dets)
+    n = len(dets)
+    if not n:
+        return {
+            "image_ids": np.zeros(0, np.int64),
+            "bboxes": np.zeros((0, 4)),
+            "scores": np.zeros(0),
+            "labels": np.zeros(0, np.int64),
+        }
+    return {
+        "image_ids": np.fromiter((d["image_id"] for d in dets), np.int64, n),
+        "bboxes": xywh_to_xyxy(np.array([d["bbox"] for d in dets], np.float64)),
+        "scores": np.fromiter((d["score"] for d in dets), np.float64, n),
+        "labels": np.fromiter((d["category_id"] for d in dets), np.int64, n),
+    }
+
+
+def group_by_image(
+    arrays: Mapping[str, np.ndarray], key: str = "image_ids"
+) -> dict[int, dict[str, np.ndarray]]:
+    """Flat arrays (one row per box) -> ``{image_id: {name: rows of that image}}``.
+
+    One stable sort: rows keep their input order within an image; images come in id order.
+    The ``key`` column itself is dropped from the groups.
+    """
+    ids = np.asarray(arrays[key], np.int64)
+    if len(ids) == 0:
+        return {}
+    order = np.argsort(ids, kind="stable")
+    srt = ids[order]
+    cuts = np.flatnonzero(np.diff(srt)) + 1
+    starts, ends = np.r_[0, cuts], np.r_[cuts, len(srt)]
+    cols = {k: np.asarray(v)[order] for k, v in arrays.items() if k != key}
+    return {
+        int(srt[a]): {k: v[a:e] for k, v in cols.items()} for a, e in zip(starts, ends, strict=True)
+    }
+
+
 def detections_by_image(dets: Iterable[Mapping]) -> dict[int, dict[str, np.ndarray]]:
-    """Group COCO results into arrays per image.
+    """Group COCO results into arrays per image (rows of :func:`detections_to_arrays`).
 
     Returns:
         ``{image_id: {"bboxes": (N,4) float64 x1y1x2y2, "scores": (N,), "labels": (N,) int}}``
     """
-    grouped: dict[int, list] = {}
-    for d in dets:
-        grouped.setdefault(int(d["image_id"]), []).append(d)
-    out = {}
-    for img_id, ds in grouped.items():
-        out[img_id] = {
-            "bboxes": xywh_to_xyxy(np.array([d["bbox"] for d in ds], dtype=np.float64)),
-            "scores": np.array([d["score"] for d in ds], dtype=np.float64),
-            "labels": np.array([d["category_id"] for d in ds], dtype=np.int64),
+    return group_by_image(detections_to_arrays(dets))
+
+
+def pseudo_label_detections(pl: Mapping) -> list[dict]:
+    """The boxes of a pseudo-label (COCO instances) dict as a COCO results list.
+
+    ``score`` is the annotation's score (1.0 when absent), so pseudo labels are ranked and
+    scored by the same code as detectors.
+    """
+    return [
+        {
+            "image_id": a["image_id"],
+            "category_id": a["category_id"],
+            "bbox": a["bbox"],
+            "score": float(a.get("score", 1.0)),
         }
-    return out
+        for a in pl["annotations"]
+    ]
 
 
 def make_detections(
@@ -242,6 +315,99 @@ def validate_proposals(
     return dict(props)
 
 
+# --------------------------------------------------------------------------- metrics
+METRICS_KEYS = {
+    "split": str,
+    "gt": str,
+    "iou_thr": (int, float),
+    "num_images": int,
+    "num_gt_boxes": int,
+    "classes": list,
+    "caveats": list,
+    "gt_note": str,
+    "detectors": Mapping,
+}
+DETECTOR_ORDER = ("weak", "strong", "fsd")  # metrics.json lists these first, in this order
+METRICS_DETECTOR_KEYS = ("file", "num_detections", "mAP_11points", "mAP_area", "per_class")
+METRICS_CLASS_KEYS = ("class_id", "num_gt", "num_dets", "num_tp", "ap_11points", "ap_area", "pr")
+_REGENERATE = "regenerate it with `wsod evaluate`"
+
+
+def ordered_detectors(names: Iterable[str]) -> list[str]:
+    """Detector names in ``metrics.json`` order: :data:`DETECTOR_ORDER` first, the others after."""
+    names = list(names)
+    first = [n for n in DETECTOR_ORDER if n in names]
+    return first + [n for n in names if n not in first]
+
+
+def _is_score(v: Any) -> bool:
+    """A json metric value: a finite number, or None (nan / not defined)."""
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v))
+
+
+def _validate_metric_entry(entry: Any, classes: set[str], where: str) -> None:
+    """One detector entry of ``metrics.json`` (see :func:`validate_metrics`)."""
+    if not isinstance(entry, Mapping):
+        _fail(where, f"must be a json object; {_REGENERATE}")
+    for key in METRICS_DETECTOR_KEYS:
+        if key not in entry:
+            _fail(where, f"missing key '{key}'; {_REGENERATE}")
+    for key in ("mAP_11points", "mAP_area"):
+        if not _is_score(entry[key]):
+            _fail(where, f"'{key}' must be a number or null, got {entry[key]!r}")
+    if not _is_score((entry.get("coco") or {}).get("AP")):
+        _fail(where, f"'coco.AP' must be a number or null, got {entry['coco'].get('AP')!r}")
+    per_class = entry["per_class"]
+    if not isinstance(per_class, Mapping) or not set(per_class) <= classes:
+        _fail(where, f"'per_class' must map the file's 'classes' to entries; {_REGENERATE}")
+    for name, c in per_class.items():
+        missing = [k for k in METRICS_CLASS_KEYS if k not in c]
+        if missing:
+            _fail(where, f"class {name!r} lacks {missing}; {_REGENERATE}")
+        pr = c["pr"]
+        if len(pr.get("recall", ())) != len(pr.get("precision", ())):
+            _fail(where, f"class {name!r}: pr recall and precision differ in length")
+
+
+def validate_metrics(metrics: Any, where: str = "metrics") -> dict:
+    """Check ``eval/metrics.json``: written by ``wsod evaluate``, read by ``wsod report``.
+
+    Required: ``split``, ``gt``, ``iou_thr``, ``num_images``, ``num_gt_boxes``, ``classes``
+    (names in category-id order), ``caveats`` (what the data lacks), ``gt_note`` and
+    ``detectors`` ``{name: {file, num_detections, mAP_11points, mAP_area, [coco {AP, ...}],
+    per_class {class name: {class_id, num_gt, num_dets, num_tp, ap_11points, ap_area,
+    [coco_ap], max_recall, pr {recall, precision}}}}}`` (a metric is a number, or null when it
+    is not defined). Optional: ``ratios`` ``{"<name>/weak": {mAP_11points, mAP_area, coco_AP,
+    lowered}}`` and ``train`` ``{gt, split, num_images, detectors {name: {file, corloc, ...}},
+    [pseudo_labels {file, num_boxes, ...: a detector entry plus box precision / recall}]}``.
+    """
+    if not isinstance(metrics, Mapping):
+        _fail(where, f"metrics must be a json object; {_REGENERATE}")
+    for key, kind in METRICS_KEYS.items():
+        if key not in metrics:
+            _fail(where, f"missing key '{key}'; {_REGENERATE}")
+        if not isinstance(metrics[key], kind):
+            _fail(where, f"'{key}' has the wrong type ({type(metrics[key]).__name__})")
+    classes = set(metrics["classes"])
+    for name, entry in metrics["detectors"].items():
+        _validate_metric_entry(entry, classes, f"{where}: detector {name!r}")
+    for name, r in (metrics.get("ratios") or {}).items():
+        if not isinstance(r, Mapping) or not isinstance(r.get("lowered"), bool):
+            _fail(where, f"ratio {name!r} needs a boolean 'lowered'; {_REGENERATE}")
+    train = metrics.get("train")
+    if train is not None:
+        for key in ("gt", "split", "num_images", "detectors"):
+            if key not in train:
+                _fail(where, f"'train' lacks '{key}'; {_REGENERATE}")
+        for name, entry in train["detectors"].items():
+            if "file" not in entry or not _is_score(entry.get("corloc")):
+                _fail(where, f"train detector {name!r} needs 'file' and a 'corloc' number")
+        pl = train.get("pseudo_labels")
+        if pl is not None:
+            _validate_metric_entry(pl, classes, f"{where}: train pseudo_labels")
+    return dict(metrics)
+
+
 # --------------------------------------------------------------------------- readers
 def load_split(path: str | os.PathLike) -> dict:
     """Read and validate a weak-label split (the only dataset file training stages read)."""
@@ -254,6 +420,11 @@ def load_detections(path: str | os.PathLike, split: Mapping | None = None) -> li
 
 def load_pseudo_labels(path: str | os.PathLike) -> dict:
     return validate_pseudo_labels(read_json(path), where=str(path))
+
+
+def load_metrics(path: str | os.PathLike) -> dict:
+    """Read and validate ``metrics.json`` (the report's only required input)."""
+    return validate_metrics(read_json(path), where=str(path))
 
 
 def resolve_data_root(

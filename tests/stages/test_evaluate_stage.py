@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from wsod.contracts import xywh_to_xyxy
-from wsod.stages.evaluate import CAVEATS, named_paths, run
+from wsod.evaluation.caveats import KNOWN_DATASETS, SHARED_VOC2007
+from wsod.stages.evaluate import named_paths, run
+
+CAVEATS = KNOWN_DATASETS[SHARED_VOC2007]
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +274,24 @@ def test_wsod_main_reaches_evaluate_and_report(monkeypatch):
         ("report", ("m.json", "d"), {}),
     ]
     assert main(["evaluate", "--gt", "g.json"]) == 1  # missing --detections: one-line error
+
+
+def test_metrics_file_follows_its_contract(voc_data: Path, tmp_path: Path):
+    """What evaluate writes passes the contract the report reads it with; scoring is the
+    domain function (wsod.evaluation.scoring), the stage only adds the file names."""
+    from wsod.contracts import ContractError, load_metrics, validate_metrics
+    from wsod.evaluation.gt import load_gt
+    from wsod.evaluation.scoring import score_detections
+
+    gt = json.loads((voc_data / "val_gt.json").read_text())
+    dets = _gt_dets(gt)
+    path = _write(tmp_path / "weak.json", dets)
+    out = tmp_path / "metrics.json"
+    m = run(voc_data / "val_gt.json", {"weak": path}, out)
+    assert load_metrics(out) == json.loads(out.read_text())
+    entry = score_detections(load_gt(voc_data / "val_gt.json"), dets)
+    assert m["detectors"]["weak"] == json.loads(json.dumps({"file": str(path), **entry}))
+    bad = json.loads(out.read_text())
+    bad["detectors"]["weak"]["mAP_11points"] = "high"
+    with pytest.raises(ContractError, match="mAP_11points"):
+        validate_metrics(bad, where=str(out))

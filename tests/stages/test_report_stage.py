@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from wsod.report import cost as run_cost
+from wsod.report.tables import comparison_table
 from wsod.stages.evaluate import run as evaluate
-from wsod.stages.report import comparison_table, run
+from wsod.stages.report import run
 from wsod.utils.io import write_json_artifact
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -359,3 +360,13 @@ def test_report_without_sidecars_says_so(evaluated: dict, tmp_path: Path):
     assert lines[i + 2] == f"No .meta.json sidecars found under the run directory {empty}."
     assert lines[i + 4].startswith("## ")  # one line, no table
     assert res["cost"]["rows"] == [] and res["cost"]["max_peak_rss_mb"] is None
+
+
+def test_report_refuses_a_metrics_file_that_breaks_its_contract(evaluated: dict, tmp_path: Path):
+    m = json.loads(evaluated["metrics"].read_text())
+    del m["detectors"]["weak"]["per_class"][m["classes"][0]]["pr"]
+    bad = tmp_path / "broken_metrics.json"
+    bad.write_text(json.dumps(m))
+    with pytest.raises(ValueError, match=r"broken_metrics\.json.*lacks \['pr'\].*wsod evaluate"):
+        run(bad, tmp_path / "r", gallery_images=0)
+    assert not (tmp_path / "r" / "report.md").exists()

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from wsod import contracts
 from wsod.denoise.common import as_dets, empty_dets
 from wsod.denoise.ignore import FINAL_STRATEGIES
 from wsod.denoise.registry import get_strategy, strategy_params
@@ -212,26 +213,20 @@ def _run_steps(dets: dict, chain: Sequence[Step], **context) -> dict[str, np.nda
 def group_by_image(
     image_ids: np.ndarray, bboxes: np.ndarray, scores: np.ndarray, labels: np.ndarray
 ) -> dict[int, dict[str, np.ndarray]]:
-    """Flat arrays of many images -> ``{image_id: detection set}`` (views, one stable sort).
+    """Flat arrays of many images -> ``{image_id: detection set}`` (views, one stable sort;
+    :func:`wsod.contracts.group_by_image`).
 
     Args:
         image_ids: (N,) int; bboxes: (N,4) x1y1x2y2; scores: (N,); labels: (N,) category ids.
     """
-    image_ids = np.asarray(image_ids, np.int64)
-    if len(image_ids) == 0:
-        return {}
-    order = np.argsort(image_ids, kind="stable")
-    ids = image_ids[order]
-    cuts = np.flatnonzero(np.diff(ids)) + 1
-    starts = np.r_[0, cuts]
-    b = np.asarray(bboxes, np.float64)[order]
-    s = np.asarray(scores, np.float64)[order]
-    lab = np.asarray(labels, np.int64)[order]
-    ends = np.r_[cuts, len(ids)]
-    return {
-        int(ids[a]): {"bboxes": b[a:e], "scores": s[a:e], "labels": lab[a:e]}
-        for a, e in zip(starts, ends, strict=True)
-    }
+    return contracts.group_by_image(
+        {
+            "image_ids": np.asarray(image_ids, np.int64),
+            "bboxes": np.asarray(bboxes, np.float64),
+            "scores": np.asarray(scores, np.float64),
+            "labels": np.asarray(labels, np.int64),
+        }
+    )
 
 
 def denoise_images(

@@ -3,10 +3,10 @@
 Inputs: the eval-only ground truth (COCO instances dict or path) and a COCO results list
 (``image_id``, ``category_id``, ``bbox`` xywh, ``score``). pycocotools' prints are captured.
 
-Ground-truth boxes flagged ``difficult`` are handed to ``COCOeval`` as ``iscrowd=1``, the COCO
-way to mark regions whose detections are neither rewarded nor punished (the closest analogue of
-VOC's difficult). ``area`` is filled with ``w * h`` where missing. ``maxDets`` is COCO's 100 per
-image.
+Ignored ground-truth boxes (:func:`wsod.contracts.is_ignored`: ``difficult`` or
+``iscrowd``) are handed to ``COCOeval`` as ``iscrowd=1``, the COCO way to mark regions whose
+detections are neither rewarded nor punished (the closest analogue of VOC's difficult).
+``area`` is filled with ``w * h`` where missing. ``maxDets`` is COCO's 100 per image.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from wsod.contracts import is_ignored
 from wsod.evaluation.gt import load_gt
 
 STAT_NAMES = (
@@ -43,7 +44,7 @@ def _coco_gt(gt: Mapping):
     for i, a in enumerate(data["annotations"]):
         a.setdefault("id", i + 1)
         a.setdefault("area", float(a["bbox"][2] * a["bbox"][3]))
-        a["iscrowd"] = int(bool(a.get("iscrowd", 0) or a.get("difficult", 0)))
+        a["iscrowd"] = int(is_ignored(a))
     coco = COCO()
     coco.dataset = data
     with contextlib.redirect_stdout(io.StringIO()):

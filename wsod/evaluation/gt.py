@@ -5,7 +5,10 @@ stages (proposals, weak, denoise, strong) must never import it; evaluation and d
 (CorLoc, pseudo-label quality) may, and say so in their outputs.
 
 Boxes come out as float ``x1, y1, x2, y2`` 0-based pixels (files hold COCO ``x, y, w, h``).
-A box is *ignored* (VOC "difficult") when its annotation has ``difficult`` or ``iscrowd`` set.
+A box is *ignored* (VOC "difficult") when its annotation has ``difficult`` or ``iscrowd`` set:
+the one rule, :func:`wsod.contracts.is_ignored`, holds for VOC AP, COCO AP and box precision
+alike. :func:`gt_to_arrays` (flat rows) and :func:`gt_by_image` (per image) are the
+ground-truth converters; detections are converted by :mod:`wsod.contracts`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wsod.contracts import validate_gt, xywh_to_xyxy
+from wsod.contracts import group_by_image, is_ignored, validate_gt, xywh_to_xyxy
 from wsod.utils.io import read_json
 
 
@@ -25,30 +28,50 @@ def load_gt(path: str | os.PathLike) -> dict:
     return validate_gt(read_json(path), where=str(path))
 
 
+def gt_to_arrays(gt: Mapping) -> dict[str, np.ndarray]:
+    """A COCO instances dict -> flat arrays, one row per box, in the file's order.
+
+    Args:
+        gt: COCO instances dict (``images``, ``annotations`` with ``bbox`` xywh, optional
+            ``difficult`` / ``iscrowd``).
+
+    Returns:
+        ``{"image_ids": (M,) int64, "bboxes": (M,4) float64 x1y1x2y2, "labels": (M,) int64,
+        "ignore": (M,) bool (:func:`wsod.contracts.is_ignored`), "image_set": (I,) int64 ids of
+        every image of the file, boxes or not}``.
+    """
+    anns = gt["annotations"]
+    return {
+        "image_ids": np.array([a["image_id"] for a in anns], np.int64),
+        "bboxes": xywh_to_xyxy(np.array([a["bbox"] for a in anns], np.float64)),
+        "labels": np.array([a["category_id"] for a in anns], np.int64),
+        "ignore": np.array([is_ignored(a) for a in anns], bool),
+        "image_set": np.array([im["id"] for im in gt["images"]], np.int64),
+    }
+
+
 def gt_by_image(gt: Mapping) -> dict[int, dict[str, np.ndarray]]:
     """Group a COCO instances dict into arrays per image, for every image of the file.
 
     Args:
-        gt: COCO instances dict (``images``, ``annotations`` with ``bbox`` xywh,
-            optional ``difficult`` / ``iscrowd``).
+        gt: COCO instances dict (as :func:`gt_to_arrays`).
 
     Returns:
         ``{image_id: {"bboxes": (M,4) float64 x1y1x2y2, "labels": (M,) int64,
-        "difficult": (M,) bool}}``; images without boxes get empty arrays.
+        "difficult": (M,) bool}}`` in the file's image order (``difficult`` is the ignore flag
+        of :func:`wsod.contracts.is_ignored`, under the name that
+        :func:`wsod.evaluation.voc.eval_voc` reads); images without boxes get empty arrays.
     """
-    grouped: dict[int, list[Mapping]] = {int(im["id"]): [] for im in gt["images"]}
-    for a in gt["annotations"]:
-        grouped[int(a["image_id"])].append(a)
-    out = {}
-    for img_id, anns in grouped.items():
-        out[img_id] = {
-            "bboxes": xywh_to_xyxy(np.array([a["bbox"] for a in anns], dtype=np.float64)),
-            "labels": np.array([a["category_id"] for a in anns], dtype=np.int64),
-            "difficult": np.array(
-                [bool(a.get("difficult", 0) or a.get("iscrowd", 0)) for a in anns], dtype=bool
-            ),
-        }
-    return out
+    arrays = gt_to_arrays(gt)
+    rows = {k: arrays[k] for k in ("image_ids", "bboxes", "labels")}
+    rows["difficult"] = arrays["ignore"]
+    grouped = group_by_image(rows)
+    empty = {
+        "bboxes": np.zeros((0, 4)),
+        "labels": np.zeros(0, np.int64),
+        "difficult": np.zeros(0, bool),
+    }
+    return {int(i): grouped.get(int(i), dict(empty)) for i in arrays["image_set"]}
 
 
 def class_ids(gt: Mapping) -> list[int]:

@@ -23,30 +23,19 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from wsod.contracts import validate_gt, xywh_to_xyxy
+from wsod.evaluation.gt import gt_to_arrays, load_gt
 from wsod.utils.boxes import box_iou
-from wsod.utils.io import read_json
 
 
 def read_reference_boxes(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Read an eval-only COCO instances file into arrays (diagnostics / evaluation only).
+    """Read an eval-only COCO instances file into flat arrays (diagnostics / evaluation only).
 
     Returns:
-        ``image_ids`` (M,) int64, ``bboxes`` (M,4) float64 x1y1x2y2, ``labels`` (M,) int64,
-        ``ignore`` (M,) bool (``difficult`` or ``iscrowd``), ``image_set`` (I,) int64 ids of
-        every image in the file.
+        :func:`wsod.evaluation.gt.gt_to_arrays` of the validated file: ``image_ids``,
+        ``bboxes`` (M,4) x1y1x2y2, ``labels``, ``ignore`` (the one ignore rule,
+        :func:`wsod.contracts.is_ignored`), ``image_set``.
     """
-    ref = validate_gt(read_json(path), where=str(path))
-    anns = ref["annotations"]
-    return {
-        "image_ids": np.array([a["image_id"] for a in anns], np.int64),
-        "bboxes": xywh_to_xyxy(np.array([a["bbox"] for a in anns], np.float64)),
-        "labels": np.array([a["category_id"] for a in anns], np.int64),
-        "ignore": np.array(
-            [bool(a.get("difficult", 0)) or bool(a.get("iscrowd", 0)) for a in anns], bool
-        ),
-        "image_set": np.array([im["id"] for im in ref["images"]], np.int64),
-    }
+    return gt_to_arrays(load_gt(path))
 
 
 def _groups(image_ids: np.ndarray, labels: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
@@ -99,6 +88,20 @@ def match_image_class(
     return tp, ignored, matched
 
 
+def _as_rows(
+    pred_bboxes, pred_scores, pred_labels, pred_image_ids, gt_bboxes, gt_labels, gt_image_ids
+) -> tuple[np.ndarray, ...]:
+    """The inputs of :func:`box_precision_recall` / :func:`corloc` as arrays: boxes (N,4) /
+    (M,4) float64, scores (N,) float64, labels and image ids int64."""
+    pb, gb = (np.asarray(b, np.float64).reshape(-1, 4) for b in (pred_bboxes, gt_bboxes))
+    ps = np.asarray(pred_scores, np.float64).reshape(-1)
+    pl, pi, gl, gi = (
+        np.asarray(v, np.int64).reshape(-1)
+        for v in (pred_labels, pred_image_ids, gt_labels, gt_image_ids)
+    )
+    return pb, ps, pl, pi, gb, gl, gi
+
+
 def _ratio(a: float, b: float) -> float | None:
     return float(a) / float(b) if b else None
 
@@ -127,13 +130,9 @@ def box_precision_recall(
         (boxes not ignored), ``tp``, ``n_gt`` (not ignored), ``precision`` = tp / n_pred and
         ``recall`` = tp / n_gt (None when the denominator is 0). Overall is micro-averaged.
     """
-    pb = np.asarray(pred_bboxes, np.float64).reshape(-1, 4)
-    ps = np.asarray(pred_scores, np.float64).reshape(-1)
-    pl = np.asarray(pred_labels, np.int64).reshape(-1)
-    pi = np.asarray(pred_image_ids, np.int64).reshape(-1)
-    gb = np.asarray(gt_bboxes, np.float64).reshape(-1, 4)
-    gl = np.asarray(gt_labels, np.int64).reshape(-1)
-    gi = np.asarray(gt_image_ids, np.int64).reshape(-1)
+    pb, ps, pl, pi, gb, gl, gi = _as_rows(
+        pred_bboxes, pred_scores, pred_labels, pred_image_ids, gt_bboxes, gt_labels, gt_image_ids
+    )
     gign = np.zeros(len(gl), bool) if gt_ignore is None else np.asarray(gt_ignore, bool)
     tp = np.zeros(len(ps), bool)
     ignored = np.zeros(len(ps), bool)
@@ -193,13 +192,9 @@ def corloc(
         "n_pairs": int, "n_pairs_without_gt": int}``. Tie between equal top scores: the box
         earlier in the input wins.
     """
-    pb = np.asarray(pred_bboxes, np.float64).reshape(-1, 4)
-    ps = np.asarray(pred_scores, np.float64).reshape(-1)
-    pl = np.asarray(pred_labels, np.int64).reshape(-1)
-    pi = np.asarray(pred_image_ids, np.int64).reshape(-1)
-    gb = np.asarray(gt_bboxes, np.float64).reshape(-1, 4)
-    gl = np.asarray(gt_labels, np.int64).reshape(-1)
-    gi = np.asarray(gt_image_ids, np.int64).reshape(-1)
+    pb, ps, pl, pi, gb, gl, gi = _as_rows(
+        pred_bboxes, pred_scores, pred_labels, pred_image_ids, gt_bboxes, gt_labels, gt_image_ids
+    )
     gg = _groups(gi, gl)
     if pairs is None:
         pairs_l = sorted(gg)

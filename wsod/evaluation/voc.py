@@ -178,6 +178,33 @@ def eval_voc(
             f"{len(unknown)} detected images have no ground-truth entry, e.g. "
             f"{sorted(unknown)[:5]}; evaluate against the matching split's gt file"
         )
+    num_gt, parts = _match_all(dets_by_image, gts_by_image, class_ids, iou_thr)
+    per_class = {c: _class_result(parts[c], num_gt[c], modes) for c in class_ids}
+    valid = [c for c in class_ids if num_gt[c] > 0]
+    mean_ap = {
+        m: (float(np.mean([per_class[c]["ap"][m] for c in valid])) if valid else float("nan"))
+        for m in modes
+    }
+    return {
+        "iou_thr": float(iou_thr),
+        "num_images": len(gts_by_image),
+        "mAP": mean_ap,
+        "per_class": per_class,
+    }
+
+
+def _match_all(
+    dets_by_image: Mapping[int, Mapping[str, np.ndarray]],
+    gts_by_image: Mapping[int, Mapping[str, np.ndarray]],
+    class_ids: list[int],
+    iou_thr: float,
+) -> tuple[dict[int, int], dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]]:
+    """Match every image, class by class (arguments as :func:`eval_voc`).
+
+    Returns:
+        ``(num_gt, parts)``: countable GT boxes per class, and per class one ``(scores, tp,
+        fp)`` triple per image with detections of the class, in ``gts_by_image`` order.
+    """
     cls_set = set(class_ids)
     num_gt = dict.fromkeys(class_ids, 0)
     parts: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {c: [] for c in class_ids}
@@ -201,37 +228,29 @@ def eval_voc(
             dm, gm = d_labels == c, g_labels == c
             tp, fp = match_detections(d_boxes[dm], d_scores[dm], g_boxes[gm], g_diff[gm], iou_thr)
             parts[c].append((d_scores[dm], tp, fp))
+    return num_gt, parts
 
-    per_class: dict[int, dict[str, Any]] = {}
-    for c in class_ids:
-        if parts[c]:
-            scores, tp, fp = (np.concatenate(x) for x in zip(*parts[c], strict=True))
-        else:
-            scores, tp, fp = np.zeros(0), np.zeros(0, bool), np.zeros(0, bool)
-        recall, precision = _class_curve(scores, tp, fp, num_gt[c])
-        has_gt = num_gt[c] > 0
-        per_class[c] = {
-            "num_gt": num_gt[c],
-            "num_dets": int(len(scores)),
-            "num_tp": int(tp.sum()),
-            "ap": {
-                m: (average_precision(recall, precision, m) if has_gt else float("nan"))
-                for m in modes
-            },
-            "max_recall": (float(recall[-1]) if len(recall) else 0.0) if has_gt else float("nan"),
-            "recall": recall,
-            "precision": precision,
-        }
-    valid = [c for c in class_ids if num_gt[c] > 0]
-    mean_ap = {
-        m: (float(np.mean([per_class[c]["ap"][m] for c in valid])) if valid else float("nan"))
-        for m in modes
-    }
+
+def _class_result(
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], num_gt: int, modes: Sequence[str]
+) -> dict[str, Any]:
+    """One class's entry of :func:`eval_voc` from its matched ``(scores, tp, fp)`` parts."""
+    if parts:
+        scores, tp, fp = (np.concatenate(x) for x in zip(*parts, strict=True))
+    else:
+        scores, tp, fp = np.zeros(0), np.zeros(0, bool), np.zeros(0, bool)
+    recall, precision = _class_curve(scores, tp, fp, num_gt)
+    has_gt = num_gt > 0
     return {
-        "iou_thr": float(iou_thr),
-        "num_images": len(gts_by_image),
-        "mAP": mean_ap,
-        "per_class": per_class,
+        "num_gt": num_gt,
+        "num_dets": int(len(scores)),
+        "num_tp": int(tp.sum()),
+        "ap": {
+            m: (average_precision(recall, precision, m) if has_gt else float("nan")) for m in modes
+        },
+        "max_recall": (float(recall[-1]) if len(recall) else 0.0) if has_gt else float("nan"),
+        "recall": recall,
+        "precision": precision,
     }
 
 

@@ -17,8 +17,9 @@ Diagnostics (optional, never used to choose boxes):
     ``<out>.quality.json`` holds precision / recall at IoU 0.5, CorLoc and boxes per image, per
     class and overall, for the pseudo labels and for the raw output (label consistency only);
     a table is printed. ``ablate`` runs several chains on the same detections and writes
-    ``<out>.ablation.json`` plus a table. The reference boxes are read by
-    ``wsod.evaluation.localization`` only and touch nothing but these reports.
+    ``<out>.ablation.json`` plus a table. The reference boxes are read only on this
+    diagnostic path (:func:`_diagnose`, through the labelled diagnostic module
+    ``wsod.denoise.diagnostics``) and touch nothing but these reports.
 Invariants:
     label consistency is always the first strategy; a labelled class with detections keeps at
     least one box under every fallback strategy; nothing is invented: a labelled class with no
@@ -30,182 +31,72 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from wsod.contracts import (
+    detections_to_arrays,
     load_detections,
     load_split,
     validate_pseudo_labels,
-    xywh_to_xyxy,
-    xyxy_to_xywh,
 )
-from wsod.denoise import (
-    ABLATION_CHAINS,
-    build_chain,
-    denoise_arrays,
-    describe_chain,
-    flatten,
-    parse_strategies,
-)
-from wsod.denoise.common import take
+from wsod.denoise import build_chain, denoise_arrays, describe_chain, parse_strategies
+from wsod.denoise.labels import count_summary, to_coco
 from wsod.utils.io import write_json_artifact
 
 STAGE = "denoise"
 
 
-def detections_to_arrays(dets: Sequence[Mapping]) -> dict[str, np.ndarray]:
-    """COCO results list -> flat arrays ``image_ids`` (N,), ``bboxes`` (N,4) x1y1x2y2,
-    ``scores`` (N,), ``labels`` (N,)."""
-    if not dets:
-        return {
-            "image_ids": np.zeros(0, np.int64),
-            "bboxes": np.zeros((0, 4)),
-            "scores": np.zeros(0),
-            "labels": np.zeros(0, np.int64),
-        }
-    return {
-        "image_ids": np.fromiter((d["image_id"] for d in dets), np.int64, len(dets)),
-        "bboxes": xywh_to_xyxy(np.array([d["bbox"] for d in dets], np.float64)),
-        "scores": np.fromiter((d["score"] for d in dets), np.float64, len(dets)),
-        "labels": np.fromiter((d["category_id"] for d in dets), np.int64, len(dets)),
-    }
+@dataclass
+class Denoised:
+    """What one de-noise pass produced (all per-image dicts cover every image of the split)."""
+
+    arrays: dict  # flat detections read (image_ids, bboxes, scores, labels), min_score applied
+    results: dict  # {image_id: detection set} after the chain
+    raw: dict  # {image_id: detection set} after label consistency only
+    chain_cfg: list[dict]
+    chain: list[dict]  # describe_chain of the built chain (what the summary records)
+    seconds_read: float
+    seconds_chain: float
 
 
-def labelled_pairs(images: Sequence[Mapping]) -> np.ndarray:
-    """(K,2) int64 (image_id, category_id) for every image-level label of the split."""
-    rows = [(int(im["id"]), int(c)) for im in images for c in set(im["labels"])]
-    return np.array(rows, np.int64).reshape(-1, 2)
+def _categories(split: Mapping) -> dict[str, int]:
+    """Category name -> id of a split."""
+    return {c["name"]: int(c["id"]) for c in split["categories"]}
 
 
-def to_coco(
-    results: Mapping[int, Mapping[str, np.ndarray]], split: Mapping, info: Mapping | None = None
-) -> dict:
-    """Per-image pseudo boxes -> COCO instances dict (see the module docstring)."""
-    images = [{k: im[k] for k in ("id", "file_name", "width", "height")} for im in split["images"]]
-    anns = []
-    next_id = 1
-    for im in split["images"]:
-        d = results.get(int(im["id"]))
-        if d is None or len(d["scores"]) == 0:
-            continue
-        xywh = np.round(xyxy_to_xywh(d["bboxes"]), 2)
-        score = d.get("raw_scores", d["scores"])
-        weights = d.get("weights")
-        ignore = d.get("ignore")
-        for j in range(len(xywh)):
-            a = {
-                "id": next_id,
-                "image_id": int(im["id"]),
-                "category_id": int(d["labels"][j]),
-                "bbox": [float(v) for v in xywh[j]],
-                "area": float(xywh[j, 2] * xywh[j, 3]),
-                "iscrowd": int(ignore[j]) if ignore is not None else 0,
-                "score": round(float(score[j]), 6),
-            }
-            if weights is not None:
-                a["weight"] = round(float(weights[j]), 6)
-            anns.append(a)
-            next_id += 1
-    return {
-        "info": dict(info or {}),
-        "images": images,
-        "categories": list(split["categories"]),
-        "annotations": anns,
-    }
-
-
-def _count_summary(
-    results: Mapping[int, Mapping[str, np.ndarray]],
-    split: Mapping,
-    raw: Mapping[int, Mapping[str, np.ndarray]],
-) -> dict:
-    n_regions = sum(int(d["ignore"].sum()) for d in results.values() if "ignore" in d)
-    results = pseudo_boxes(results)
-    n_boxes = sum(len(d["scores"]) for d in results.values())
-    n_img = len(split["images"])
-    empty = sum(1 for d in results.values() if len(d["scores"]) == 0)
-    no_det = 0
-    lost = 0
-    for im in split["images"]:
-        have_raw = set(raw[int(im["id"])]["labels"].tolist())
-        have = set(results[int(im["id"])]["labels"].tolist())
-        for c in set(im["labels"]):
-            no_det += c not in have_raw
-            lost += c in have_raw and c not in have
-    return {
-        "images": n_img,
-        "boxes": n_boxes,
-        "boxes_per_image": n_boxes / n_img,
-        "images_without_boxes": empty,
-        "pairs_without_detections": no_det,
-        "pairs_lost_by_chain": lost,
-        "ignore_regions": n_regions,
-    }
-
-
-def _resolve_ablation(ablate: Any, main_chain: list[dict]) -> dict[str, list[dict]]:
-    if ablate is True:
-        chains = dict(ABLATION_CHAINS)
-    elif isinstance(ablate, Mapping):
-        chains = {str(k): parse_strategies(v) for k, v in ablate.items()}
-    elif isinstance(ablate, (list, tuple)):
-        chains = {f"chain{i}": parse_strategies(v) for i, v in enumerate(ablate)}
-    else:
-        raise ValueError(
-            f"ablate must be True, a list of chains or a dict name -> chain; got {ablate!r}"
-        )
-    chains.setdefault("this run's chain", main_chain)
-    return chains
-
-
-def _fmt(v: float | None, pct: bool = True) -> str:
-    if v is None:
-        return "-"
-    return f"{100 * v:.1f}" if pct else f"{v:.2f}"
-
-
-def format_quality_table(quality: Mapping, names: Mapping[int, str]) -> str:
-    """Plain-text table: per class and overall, raw vs pseudo (P, R, CorLoc in %, boxes/img)."""
-    head = (
-        f"{'class':<14}|{'raw P':>7}{'raw R':>7}{'raw CL':>8}{'raw b/i':>8} |"
-        f"{'P':>7}{'R':>7}{'CL':>7}{'b/i':>7}"
+def _denoise(
+    detections: str | os.PathLike, split: Mapping, chain_cfg: list[dict], min_score: float | None
+) -> Denoised:
+    """Read the detections (below ``min_score`` dropped) and run the chain and the raw chain."""
+    cats = _categories(split)
+    chain = build_chain(chain_cfg, cats)
+    t0 = time.time()
+    arrays = detections_to_arrays(load_detections(detections, split))
+    if min_score is not None:
+        keep = arrays["scores"] >= float(min_score)
+        arrays = {k: v[keep] for k, v in arrays.items()}
+    t_read = time.time() - t0
+    flat = (arrays["image_ids"], arrays["bboxes"], arrays["scores"], arrays["labels"])
+    t0 = time.time()
+    results = denoise_arrays(*flat, split["images"], chain)
+    t_chain = time.time() - t0
+    raw = denoise_arrays(*flat, split["images"], build_chain([], cats))  # label consistency
+    return Denoised(
+        arrays, results, raw, chain_cfg, describe_chain(chain), round(t_read, 3), round(t_chain, 3)
     )
-    lines = [head, "-" * len(head)]
-    raw, ps = quality["raw"], quality["pseudo"]
-
-    def row(name: str, r: Mapping, p: Mapping) -> str:
-        return (
-            f"{name:<14}|{_fmt(r['precision']):>7}{_fmt(r['recall']):>7}"
-            f"{_fmt(r['corloc']):>8}{_fmt(r['boxes_per_image'], False):>8} |"
-            f"{_fmt(p['precision']):>7}{_fmt(p['recall']):>7}{_fmt(p['corloc']):>7}"
-            f"{_fmt(p['boxes_per_image'], False):>7}"
-        )
-
-    for c in sorted(set(raw["per_class"]) | set(ps["per_class"]), key=int):
-        r = raw["per_class"].get(c) or raw["per_class"].get(str(c))
-        p = ps["per_class"].get(c) or ps["per_class"].get(str(c))
-        empty = {"precision": None, "recall": None, "corloc": None, "boxes_per_image": None}
-        lines.append(row(names.get(int(c), str(c))[:14], r or empty, p or empty))
-    lines.append("-" * len(head))
-    lines.append(row("overall", raw["overall"], ps["overall"]))
-    return "\n".join(lines)
 
 
-def format_ablation_table(rows: Sequence[Mapping]) -> str:
-    """Plain-text table: one row per chain (boxes/img, precision, recall, CorLoc in %)."""
-    w = max(24, *(len(r["name"]) for r in rows)) if rows else 24
-    head = f"{'chain':<{w}} {'boxes/img':>9} {'P@0.5':>7} {'R@0.5':>7} {'CorLoc':>7}"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        o = r["overall"]
-        lines.append(
-            f"{r['name']:<{w}} {_fmt(o['boxes_per_image'], False):>9} "
-            f"{_fmt(o['precision']):>7} {_fmt(o['recall']):>7} {_fmt(o['corloc']):>7}"
-        )
-    return "\n".join(lines)
+def _print_summary(summary: Mapping, out: Path) -> None:
+    print(
+        f"wsod denoise: {summary['images']} images, {summary['boxes']} pseudo boxes "
+        f"({summary['boxes_per_image']:.2f}/img), {summary['images_without_boxes']} images "
+        f"without a box, {summary['pairs_without_detections']} labelled (image, class) pairs "
+        f"without any detection"
+        + (f", {summary['ignore_regions']} ignore regions" if summary["ignore_regions"] else "")
+        + f" -> {out}"
+    )
 
 
 def run(
@@ -243,156 +134,81 @@ def run(
             "to score the chains"
         )
     split_d = load_split(split)
-    cats = {c["name"]: int(c["id"]) for c in split_d["categories"]}
-    names = {v: k for k, v in cats.items()}
     chain_cfg = parse_strategies(strategies)
-    chain = build_chain(chain_cfg, cats)
-    t0 = time.time()
-    dets = load_detections(detections, split_d)
-    arrays = detections_to_arrays(dets)
-    del dets
-    if min_score is not None:
-        keep = arrays["scores"] >= float(min_score)
-        arrays = {k: v[keep] for k, v in arrays.items()}
-    t_read = time.time() - t0
-    images = split_d["images"]
-    flat = (arrays["image_ids"], arrays["bboxes"], arrays["scores"], arrays["labels"], images)
-    t0 = time.time()
-    results = denoise_arrays(*flat, chain)
-    t_chain = time.time() - t0
-    raw_results = denoise_arrays(*flat, build_chain([], cats))  # label consistency only
-    summary = _count_summary(results, split_d, raw_results)
+    d = _denoise(detections, split_d, chain_cfg, min_score)
+    summary = count_summary(d.results, split_d, d.raw)
     summary.update(
-        detections=int(len(arrays["scores"])),
-        chain=describe_chain(chain),
-        seconds_read=round(t_read, 3),
-        seconds_chain=round(t_chain, 3),
+        detections=int(len(d.arrays["scores"])),
+        chain=d.chain,
+        seconds_read=d.seconds_read,
+        seconds_chain=d.seconds_chain,
     )
-    pseudo = to_coco(
-        results,
-        split_d,
-        info={
-            "description": "wsod pseudo labels",
-            "split": split_d["info"].get("split"),
-            "data_root": split_d["info"].get("data_root"),
-            "chain": summary["chain"],
-            "detections": str(detections),
-        },
-    )
-    validate_pseudo_labels(pseudo, where=str(out))
+    info = {
+        "description": "wsod pseudo labels",
+        "split": split_d["info"].get("split"),
+        "data_root": split_d["info"].get("data_root"),
+        "chain": summary["chain"],
+        "detections": str(detections),
+    }
+    pseudo = validate_pseudo_labels(to_coco(d.results, split_d, info=info), where=str(out))
     config = {
         "strategies": summary["chain"],
         "min_score": min_score,
         "quality_report": quality_gt is not None,
         "ablate": ablate,
     }
-    write_json_artifact(
-        out,
-        pseudo,
-        stage=STAGE,
-        config=config,
-        inputs=[detections, split],
-        started=started,
-        extra={"summary": summary},
-    )
-    print(
-        f"wsod denoise: {summary['images']} images, {summary['boxes']} pseudo boxes "
-        f"({summary['boxes_per_image']:.2f}/img), {summary['images_without_boxes']} images "
-        f"without a box, {summary['pairs_without_detections']} labelled (image, class) pairs "
-        f"without any detection"
-        + (f", {summary['ignore_regions']} ignore regions" if summary["ignore_regions"] else "")
-        + f" -> {out}"
-    )
-
+    meta = {"stage": STAGE, "config": config, "started": started}
+    write_json_artifact(out, pseudo, inputs=[detections, split], extra={"summary": summary}, **meta)
+    _print_summary(summary, out)
     if quality_gt is not None:
-        from wsod.evaluation.localization import localization_quality, read_reference_boxes
-
-        ref = read_reference_boxes(quality_gt)
-        ids = np.array([im["id"] for im in images], np.int64)
-        if not np.isin(ids, ref["image_set"]).all():
-            missing = int((~np.isin(ids, ref["image_set"])).sum())
-            raise ValueError(
-                f"{quality_gt}: {missing} images of {split} are not in this "
-                "reference file; pass the reference boxes of the same split"
-            )
-        sel = np.isin(ref["image_ids"], ids)
-        ref = {k: (v[sel] if k != "image_set" else v) for k, v in ref.items()}
-        pairs = labelled_pairs(images)
-        raw = flatten(raw_results)
-        quality = {
-            "note": "diagnosis only: reference boxes were not used to choose pseudo labels",
-            "iou_thr": 0.5,
-            "split": str(split),
-            "reference": str(quality_gt),
-            "chain": summary["chain"],
-            "raw": localization_quality(raw, ref, pairs, len(images)),
-            "pseudo": localization_quality(_scored(results), ref, pairs, len(images)),
-        }
-        qpath = Path(f"{out}.quality.json")
-        write_json_artifact(
-            qpath,
-            quality,
-            indent=1,
-            stage=STAGE,
-            config=config,
-            inputs=[detections, split, quality_gt, out],
-            started=started,
-        )
-        print("pseudo-label quality (diagnosis only; IoU > 0.5; P/R/CorLoc in %):")
-        print(format_quality_table(quality, names))
-        summary["quality"] = {
-            "raw": quality["raw"]["overall"],
-            "pseudo": quality["pseudo"]["overall"],
-            "path": str(qpath),
-        }
-
-        if ablate:
-            rows = []
-            for name, cfg in _resolve_ablation(ablate, chain_cfg).items():
-                ch = build_chain(cfg, cats)
-                t0 = time.time()
-                res = denoise_arrays(*flat, ch)
-                dt = time.time() - t0
-                q = localization_quality(_scored(res), ref, pairs, len(images))
-                rows.append(
-                    {
-                        "name": name,
-                        "chain": describe_chain(ch),
-                        "seconds": round(dt, 3),
-                        "overall": q["overall"],
-                        "per_class": q["per_class"],
-                    }
-                )
-            apath = Path(f"{out}.ablation.json")
-            write_json_artifact(
-                apath,
-                {"note": quality["note"], "iou_thr": 0.5, "rows": rows},
-                indent=1,
-                stage=STAGE,
-                config=config,
-                inputs=[detections, split, quality_gt],
-                started=started,
-            )
-            print("de-noise ablation (diagnosis only; IoU > 0.5; P/R/CorLoc in %):")
-            print(format_ablation_table(rows))
-            summary["ablation"] = {
-                "path": str(apath),
-                "rows": [{"name": r["name"], **r["overall"]} for r in rows],
-            }
+        inputs = [detections, split, quality_gt]
+        summary.update(_diagnose(d, split_d, split, quality_gt, ablate, out, meta, inputs))
     return summary
 
 
-def pseudo_boxes(
-    results: Mapping[int, Mapping[str, np.ndarray]],
-) -> dict[int, dict[str, np.ndarray]]:
-    """The pseudo boxes of each image, without ignore regions."""
-    return {i: take(d, d["ignore"] == 0) if "ignore" in d else dict(d) for i, d in results.items()}
+def _diagnose(
+    d: Denoised,
+    split_d: Mapping,
+    split: str | os.PathLike,
+    quality_gt: str | os.PathLike,
+    ablate: Any,
+    out: Path,
+    meta: Mapping,
+    inputs: list,
+) -> dict[str, Any]:
+    """The diagnostic path (``--quality-gt``, ``--ablate``), the only place the stage reaches
+    reference boxes, through the labelled diagnostic module :mod:`wsod.denoise.diagnostics`.
 
+    Writes ``<out>.quality.json`` (and ``<out>.ablation.json``), prints their tables and
+    returns the summary entries ``quality`` (and ``ablation``).
+    """
+    from wsod.denoise import diagnostics as diag
 
-def _scored(results: Mapping[int, Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Flat arrays for the metrics (pseudo boxes only), ranking by the detector's score
-    (``raw_scores`` if kept)."""
-    flat = flatten(pseudo_boxes(results))
-    if "raw_scores" in flat:
-        flat["scores"] = flat["raw_scores"]
-    return flat
+    images = split_d["images"]
+    ref = diag.reference_boxes(quality_gt, images, split)
+    quality = {
+        "note": diag.NOTE,
+        "iou_thr": diag.IOU_THR,
+        "split": str(split),
+        "reference": str(quality_gt),
+        "chain": d.chain,
+        **diag.quality(d.results, d.raw, images, ref),
+    }
+    qpath = Path(f"{out}.quality.json")
+    write_json_artifact(qpath, quality, indent=1, inputs=[*inputs, out], **meta)
+    print("pseudo-label quality (diagnosis only; IoU > 0.5; P/R/CorLoc in %):")
+    names = {v: k for k, v in _categories(split_d).items()}
+    print(diag.format_quality_table(quality, names))
+    overall = {k: quality[k]["overall"] for k in ("raw", "pseudo")}
+    found: dict[str, Any] = {"quality": {**overall, "path": str(qpath)}}
+    if ablate:
+        chains = diag.resolve_ablation(ablate, d.chain_cfg)
+        rows = diag.ablation(chains, d.arrays, images, _categories(split_d), ref)
+        apath = Path(f"{out}.ablation.json")
+        report = {"note": diag.NOTE, "iou_thr": diag.IOU_THR, "rows": rows}
+        write_json_artifact(apath, report, indent=1, inputs=inputs, **meta)
+        print("de-noise ablation (diagnosis only; IoU > 0.5; P/R/CorLoc in %):")
+        print(diag.format_ablation_table(rows))
+        rows_overall = [{"name": r["name"], **r["overall"]} for r in rows]
+        found["ablation"] = {"path": str(apath), "rows": rows_overall}
+    return found
