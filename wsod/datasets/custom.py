@@ -42,6 +42,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from wsod.contracts import is_ignored
 from wsod.datasets.base import (
     BadItem,
     DatasetError,
@@ -188,7 +189,7 @@ class _BoxSource:
                 {
                     "category_id": self.cat_of[cats[a["category_id"]]],
                     "bbox": [float(v) for v in a["bbox"]],
-                    "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
+                    "difficult": int(is_ignored(a)),
                 }
             )
 
@@ -346,7 +347,7 @@ def _coco_boxes(im: dict, anns: list, src_cats: dict, cat_of: dict, path: Path) 
                 "image_id": im["id"],
                 "category_id": cat_of[name],
                 "bbox": [float(v) for v in a["bbox"]],
-                "difficult": int(a.get("difficult", a.get("iscrowd", 0)) or 0),
+                "difficult": int(is_ignored(a)),
             }
         )
     return out

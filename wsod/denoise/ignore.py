@@ -1,16 +1,15 @@
 """Ignore regions: keep the black box's unselected high-scoring boxes as "don't care" areas.
 
 Selection keeps about one box per labelled class, so most objects of a pseudo-labelled image
-get no box (recall ~15 % on VOC07 train) and the strong detector learns them as background.
+get no box (a small share of the objects on VOC07 train) and the strong detector learns them as
+background.
 This step marks the black box's *other* confident boxes of the labelled classes (score >=
 ``rel_score`` x the class's top score in that image) as ignore regions: they are written as
 ``iscrowd`` 1 annotations, which mmdet's ``CocoDataset`` turns into ``ignored_instances``, and
 anchors / proposals lying mostly inside one (``MaxIoUAssigner(ignore_iof_thr=...)`` in the strong
-config) are neither positives nor negatives. On the CAM black box's val detections,
-``rel_score=0.5, max_overlap=0.3`` covers 33 % of the objects the selected boxes miss with 12.5 %
-of the image area; the strong detector trained with them scored 16.8 val mAP against 17.3
-without (better on person, dog, cat; worse on train, sofa), so the VOC pipeline leaves the step
-out (docs/results.md).
+config) are neither positives nor negatives. Measured on VOC07 (how many missed objects the
+regions cover, and the strong detector with and without them), the VOC pipeline leaves the step
+out (docs/experiments/2026-12-03-ignore-regions.md).
 
 A region that holds more than ``max_overlap`` of a selected box is dropped: mmdet's assigner
 lets ignore regions override positives, so a region around a pseudo box would erase its

@@ -5,9 +5,8 @@ everything else in it is background. An image in which some labelled class has n
 low-scoring one) therefore does harm twice: the class's objects become background, and a weak
 box is likely wrong anyway. This filter drops *all* boxes of such an image, so the strong stage
 trains on the remaining images only (mmdet's ``filter_empty_gt`` skips boxless images) instead of
-on false negatives. It trades images for precision: on the CAM black box's val detections,
-``min_score=0.2`` keeps 72 % of the images and raises top-1 precision from 35.6 to 40.6 %
-(docs/results.md).
+on false negatives. It trades images for precision (measured on VOC07:
+docs/experiments/2026-12-03-denoise-image-filter.md).
 """
 
 from __future__ import annotations

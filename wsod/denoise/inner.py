@@ -1,7 +1,9 @@
 """Inner box: replace a class's top box by a confident, much smaller box lying inside it.
 
-The CAM black box's top box is often too large: 42 % of the VOC07 train pseudo labels hold a
-whole object plus context or several objects of the class (docs/results.md). When the same class
+The CAM black box's top box is often too large: on VOC07 many train pseudo labels hold a whole
+object plus context or several objects of the class
+(docs/experiments/2026-12-03-why-retraining-does-not-help.md; this strategy measured:
+docs/experiments/2026-12-03-inner-box.md). When the same class
 also has a box that lies inside the top box (``intersection / its own area >= inside``), covers
 at most ``max_area`` of the top box's area and still scores ``>= rel_score x`` the top score, the
 detector itself says that the smaller box carries most of the evidence: this strategy moves the
