@@ -196,7 +196,8 @@ def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
             tmp_path / "seeded",
             train_split=split_path,
             train_proposals=pkl,
-            cfg_options={"train_dataloader.dataset.seed_file": str(tmp_path / "none.json")},
+            # a key the OICR config does not have: new, hence "+" (strict --cfg-options)
+            cfg_options={"+train_dataloader.dataset.seed_file": str(tmp_path / "none.json")},
         )
     assert not (tmp_path / "seeded" / "weak_run.json").exists()
 
