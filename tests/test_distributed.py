@@ -111,6 +111,13 @@ def torchrun(stage_args: list[str]) -> list[dict]:
     return summaries
 
 
+def assert_distributed(work: Path) -> None:
+    """mmengine's logs of the torchrun call (its training and detection Runners) say
+    that they ran distributed (one log per Runner, written by rank 0)."""
+    logs = [p.read_text() for p in sorted(work.glob("*/*.log"))]
+    assert len(logs) == 2 and all("Distributed training: True" in log for log in logs)
+
+
 def by_image_and_class(dets: list[dict]) -> dict:
     groups = defaultdict(list)
     for d in dets:
@@ -147,6 +154,7 @@ def test_weak_two_processes_detect_like_one(demo, monkeypatch):
         *cfg_args(LOADERS),
     ]
     ranks = torchrun(["weak", *common, "--infer", f"{demo['val']}:{demo['val_props']}:{two}"])
+    assert_distributed(work)
     assert ranks[0]["checkpoint"] == ranks[1]["checkpoint"] == str(work / "iter_2.pth")
     assert all(r["iterations"] == 2 for r in ranks)
     split = contracts.load_split(demo["val"])
@@ -192,6 +200,7 @@ def test_strong_two_processes_detect_like_one(demo, monkeypatch):
         f"{demo['val']}:{two}",
     ]
     ranks = torchrun(args)
+    assert_distributed(work)
     assert ranks[0]["checkpoint"] == ranks[1]["checkpoint"] == str(work / "iter_2.pth")
     contracts.load_train_annotations(work / "train_annotations.json")
     split = contracts.load_split(demo["val"])

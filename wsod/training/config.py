@@ -68,7 +68,7 @@ def _dotted_keys(node: Any, prefix: str = "") -> list[str]:
 
 
 def _near_matches(tree: Any, key: str, parts: Sequence[str], missing: int) -> list[str]:
-    """Keys of ``tree`` close to ``key``: siblings of the missing part, then any dotted key."""
+    """Keys of ``tree`` close to ``key``: siblings of the missing part, else any dotted key."""
     parent = tree
     for part in parts[:missing]:
         parent = parent[int(part)] if isinstance(parent, list | tuple) else parent[part]
@@ -76,8 +76,9 @@ def _near_matches(tree: Any, key: str, parts: Sequence[str], missing: int) -> li
     prefix = prefix + "." if prefix else ""
     names = [str(k) for k in parent] if isinstance(parent, Mapping) else []
     near = [prefix + n for n in difflib.get_close_matches(parts[missing], names, n=3)]
-    near += difflib.get_close_matches(key, _dotted_keys(tree), n=3, cutoff=0.8)
-    return list(dict.fromkeys(near))[:3]
+    if not near:  # e.g. a misplaced level: model.test_cfg.score_thr for model.test_cfg.rcnn...
+        near = difflib.get_close_matches(key, _dotted_keys(tree), n=3, cutoff=0.8)
+    return [n for n in near if not key.startswith(n + ".")]
 
 
 def merge_cfg_options(
