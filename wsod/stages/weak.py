@@ -17,7 +17,10 @@ results json (weak detections contract, category id = class index + 1) with its
 
 Import mode (``import_file``): validate another detector's detections (COCO results json, VOC
 ``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.weak.importers``) against
-``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``).
+``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``). An import that
+detects less than ``min_coverage`` of the split's labelled (image, class) pairs (default 0.9,
+``--min-coverage``; 0 accepts any) is refused, naming the classes and counting the images
+without a detection; smaller gaps are printed.
 
 Invariants: training reads only the split (image labels) and proposals, never a ground-truth
 box file; ``resume=True`` continues from the work dir's last checkpoint when it belongs to the

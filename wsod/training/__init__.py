@@ -22,6 +22,14 @@ the other ranks wait at a barrier and read the same checkpoint; detection runs o
 each on its shard of the images (mmengine's ``DefaultSampler``), and rank 0 writes the merged
 detections.
 
+Plugging in another training stage (e.g. semi-supervised retraining with mmdet's
+``SoftTeacher`` / ``MeanTeacherHook`` and multi-branch pipelines): its config carries the model
+wrapper, hooks and pipelines; the stage writes one small dataset-wiring function (point the
+config's datasets at its inputs) and fills a :class:`TrainJob` (``write_inputs`` /
+``read_inputs`` for files it generates, ``train_without`` for the loops its training Runner
+does not build); resume, the finished-run shortcut, stale checkpoints, launchers and detection
+come from here unchanged.
+
 Layer: below ``wsod.stages``, above the domain packages (it imports ``wsod.models`` to register
 the WSOD modules) and ``wsod.contracts`` / ``wsod.utils``.
 """
@@ -67,14 +75,14 @@ from wsod.training.flow import (
 )
 
 __all__ = [
+    "ConfigKeyError",
     "EVAL_KEYS",
     "FINGERPRINT_VERSION",
+    "Fingerprint",
     "NEW_KEY_PREFIX",
     "RUNTIME_KEYS",
     "TEST_KEYS",
     "TRAIN_KEYS",
-    "ConfigKeyError",
-    "Fingerprint",
     "TrainJob",
     "Trained",
     "add_cpu_share_hook",
@@ -83,6 +91,7 @@ __all__ = [
     "checkpoint_iter",
     "detect",
     "detection_checkpoint",
+    "detection_config",
     "experiment_name",
     "is_main",
     "latest_checkpoint",
@@ -96,7 +105,6 @@ __all__ = [
     "set_resume",
     "set_runtime",
     "setup_dist",
-    "detection_config",
     "train",
     "train_or_resume",
     "trained_checkpoint",
