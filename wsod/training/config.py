@@ -218,7 +218,7 @@ def prepare_config(
     (:func:`wsod.training.dist.setup_dist`). The stage then wires its datasets into the
     returned config."""
     cfg = load_config(config, cfg_options, error=error, hint=hint)
-    setup_dist(launcher, error=error)
+    setup_dist(launcher, error=error, dist_cfg=(cfg.get("env_cfg") or {}).get("dist_cfg"))
     if num_classes is not None:
         set_num_classes(cfg.model, int(num_classes))
     set_runtime(cfg, work_dir, seed, launcher)

@@ -32,12 +32,16 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def setup_dist(launcher: str, *, error: type[Exception] = ValueError) -> None:
+def setup_dist(
+    launcher: str, *, error: type[Exception] = ValueError, dist_cfg: dict | None = None
+) -> None:
     """Start this process's group for ``launcher`` unless it is ``none`` or already started.
 
     Args:
         launcher: ``none``, ``pytorch`` (torchrun), ``slurm`` (srun) or ``mpi``.
         error: raised for an unknown launcher, or ``slurm``/``mpi`` without CUDA.
+        dist_cfg: the config's ``env_cfg.dist_cfg`` (mmengine's ``init_dist`` keywords, e.g.
+            ``backend``, default nccl); used with CUDA. Without CUDA the backend is gloo.
     """
     if launcher not in LAUNCHERS:
         raise error(f"--launcher {launcher!r}: choose one of {', '.join(LAUNCHERS)}")
@@ -46,7 +50,7 @@ def setup_dist(launcher: str, *, error: type[Exception] = ValueError) -> None:
     if launcher == "none" or is_distributed():
         return
     if _cuda():
-        init_dist(launcher, backend="nccl")
+        init_dist(launcher, **{"backend": "nccl", **dict(dist_cfg or {})})
         return
     if launcher != "pytorch":
         raise error(
