@@ -9,7 +9,7 @@ image) and the seconds per image. Variants:
 * ``--views``: test-time augmentation; ``1`` (the config as is), ``flip``,
   ``flip,0.75,1.0,1.25`` (flip + scale factors), ``0.75,1.0,1.25``...
 * ``--options``: any test-time config change, as a json dict of dotted keys, e.g.
-  ``'{"model.roi_head.area_weight": 1.5}'``.
+  ``'{"+model.roi_head.area_weight": 1.5}'`` (``+``: a key the config does not list).
 
 It reads the evaluated images' **ground-truth boxes** (``<split>_gt.json``): an evaluation
 tool for choosing test-time settings on val, never part of the training side.
@@ -22,7 +22,7 @@ Usage::
         --split work_dirs/voc07_cpu/data/val.json --gt work_dirs/voc07_cpu/data/val_gt.json \\
         --proposals work_dirs/voc07_cpu/proposals/val.pkl --num 300 \\
         --views 1 flip flip,0.75,1.0,1.25 \\
-        --options '{"model.roi_head.area_weight": 1.5}'
+        --options '{"+model.roi_head.area_weight": 1.5}'
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def main(argv=None) -> int:
         variants = []
         for text in args.views or ([] if args.options else ["1"]):
             test_cfg = parse_views(text)
-            variants.append((text, {} if test_cfg is None else {"model.test_cfg": test_cfg}))
+            variants.append((text, {} if test_cfg is None else {"+model.test_cfg": test_cfg}))
         variants += [(text, json.loads(text)) for text in args.options]
         for i, (text, changes) in enumerate(variants):
             options = {"load_from": args.checkpoint, **changes}

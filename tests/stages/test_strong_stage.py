@@ -208,6 +208,74 @@ def test_missing_data_root_and_class_mismatch_are_explained(voc3, tmp_path):
         run(DEMO_CONFIG, voc3["pseudo"], tmp_path / "w", fully_supervised_gt=voc3["real"])
 
 
+def test_train_annotations_contract(voc3, tmp_path):
+    """``train_annotations.json`` is validated on write and on read: the stage's own file
+    passes, a broken one fails with a message naming the file."""
+    from wsod.stages.strong import build_train_annotations
+
+    good = build_train_annotations(read_json(voc3["pseudo"]))
+    contracts.validate_train_annotations(good)
+    path = tmp_path / "train_annotations.json"
+    write_json(path, good)
+    assert contracts.load_train_annotations(path) == good
+    breakages = {
+        "lacks \\['weight'\\]": lambda d: d["annotations"][0].pop("weight"),
+        "area": lambda d: d["annotations"][0].update(area=-1.0),
+        "duplicate annotation id": lambda d: d["annotations"][1].update(id=1),
+        "iscrowd": lambda d: d["annotations"][0].update(iscrowd=2),
+        "weight": lambda d: d["annotations"][0].update(weight=float("nan")),
+        "1..K": lambda d: d["categories"].append({"id": 50, "name": "extra"}),
+        "unknown image": lambda d: d["annotations"][0].update(image_id=-5),
+    }
+    for i, (what, breaks) in enumerate(breakages.items()):
+        bad = json.loads(json.dumps(good))
+        breaks(bad)
+        bad_path = tmp_path / f"broken_{i}.json"
+        write_json(bad_path, bad)
+        with pytest.raises(contracts.ContractError, match=what) as err:
+            contracts.load_train_annotations(bad_path)
+        assert str(err.value).startswith(str(bad_path)), what
+
+
+def test_box_weight_has_one_definition(voc3, tmp_path):
+    """The weight a box trains with: its ``weight``, else a pseudo label's score, else 1.0,
+    both where the stage writes the file and where the dataset reads it."""
+    from wsod.models.strong.box_weight_data import WSODLoadBoxWeights, WSODPseudoCocoDataset
+    from wsod.stages.strong import build_train_annotations
+
+    assert contracts.box_weight({"score": 0.4, "weight": 0.7}) == 0.7
+    assert contracts.box_weight({"score": 0.4}) == 0.4
+    assert contracts.box_weight({"score": 0.4}, fully_supervised=True) == 1.0
+    assert contracts.box_weight({}) == 1.0
+    pseudo = read_json(voc3["pseudo"])
+    pseudo["annotations"][0]["weight"] = 0.25
+    written = build_train_annotations(pseudo)["annotations"]
+    assert [a["weight"] for a in written] == [0.25] + [0.9] * (len(written) - 1)
+    real = build_train_annotations(read_json(voc3["real"]), fully_supervised=True)
+    assert {a["weight"] for a in real["annotations"]} == {1.0}
+    # the dataset reads a file without weights the same way (not the stage's: it has them)
+    raw = {k: pseudo[k] for k in ("images", "categories")}
+    raw["annotations"] = [
+        {**a, "area": a["bbox"][2] * a["bbox"][3], "iscrowd": 0} for a in pseudo["annotations"]
+    ]
+    write_json(tmp_path / "raw.json", raw)
+    names = contracts.category_names(raw)
+    ds = WSODPseudoCocoDataset(
+        ann_file=str(tmp_path / "raw.json"),
+        data_root=str(voc3["dir"]),
+        data_prefix={"img": ""},
+        metainfo={"classes": tuple(names)},
+        pipeline=[],
+    )
+    weights = [inst["weight"] for i in range(len(ds)) for inst in ds.get_data_info(i)["instances"]]
+    expected = sorted(contracts.box_weight(a) for a in raw["annotations"])
+    assert sorted(weights) == expected and 0.25 in weights and 0.9 in weights
+    loaded = WSODLoadBoxWeights()({"instances": ds.get_data_info(0)["instances"]})
+    assert loaded["gt_box_weights"].tolist() == [
+        pytest.approx(inst["weight"]) for inst in ds.get_data_info(0)["instances"]
+    ]
+
+
 def test_cli_reaches_run(monkeypatch, capsys):
     import wsod.stages.strong as stage
     from wsod.cli import main

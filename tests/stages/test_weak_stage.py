@@ -196,7 +196,8 @@ def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
             tmp_path / "seeded",
             train_split=split_path,
             train_proposals=pkl,
-            cfg_options={"train_dataloader.dataset.seed_file": str(tmp_path / "none.json")},
+            # a key the OICR config does not have: new, hence "+" (strict --cfg-options)
+            cfg_options={"+train_dataloader.dataset.seed_file": str(tmp_path / "none.json")},
         )
     assert not (tmp_path / "seeded" / "weak_run.json").exists()
 
@@ -232,7 +233,9 @@ def test_import_coco_results(voc_inputs, tmp_path):
         run(None, None, import_file=src, split=split_path, out=tmp_path / "out.json")
     msg = str(e.value)
     assert "999999" in msg and "'77'" in msg and "--drop-unmatched" in msg
-    res = run(None, tmp_path, import_file=src, split=split_path, drop_unmatched=True)
+    res = run(
+        None, tmp_path, import_file=src, split=split_path, drop_unmatched=True, min_coverage=0
+    )
     out = tmp_path / "train_dets.json"
     dets = contracts.load_detections(out, split)
     assert [(d["image_id"], d["category_id"]) for d in dets] == [(a["id"], 15), (b["id"], 12)]
@@ -255,7 +258,9 @@ def test_import_voc_txt(voc_inputs, tmp_path):
         f"{sa} 0.9 1 1 100 50\n{sb} 0.3 11.5 21 40 60\n"
     )
     (folder / "comp4_det_train_diningtable.txt").write_text(f"{sa} 0.2 5 5 10 10\n")
-    res = run(None, None, import_file=folder, split=split_path, out=tmp_path / "voc.json")
+    res = run(
+        None, None, import_file=folder, split=split_path, out=tmp_path / "voc.json", min_coverage=0
+    )
     assert res["report"]["format"] == "voc_txt" and res["report"]["num_kept"] == 3
     dets = contracts.load_detections(tmp_path / "voc.json", split)
     first = next(d for d in dets if d["score"] == 0.9)
@@ -289,7 +294,15 @@ def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
     src.write_bytes(pickle.dumps({"all_boxes": all_boxes}))
     with pytest.raises(DetectionImportError, match="--allow-pickle"):
         run(None, None, import_file=src, split=split_path, out=tmp_path / "p.json")
-    run(None, None, import_file=src, split=split_path, out=tmp_path / "p.json", allow_pickle=True)
+    run(
+        None,
+        None,
+        import_file=src,
+        split=split_path,
+        out=tmp_path / "p.json",
+        allow_pickle=True,
+        min_coverage=0,
+    )
     assert any("unpickling" in str(w.message) for w in recwarn)
     dets = contracts.load_detections(tmp_path / "p.json", split)
     assert dets == [
@@ -311,6 +324,77 @@ def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
             out=tmp_path / "p.json",
             allow_pickle=True,
         )
+
+
+def _voc_txt_files(folder: Path, split: dict, classes: list[str]) -> None:
+    """One VOC result file per class in ``classes``: a box on every image of the split."""
+    folder.mkdir(exist_ok=True)
+    for c in classes:
+        lines = [f"{Path(im['file_name']).stem} 0.5 1 1 20 20\n" for im in split["images"]]
+        (folder / f"comp4_det_train_{c}.txt").write_text("".join(lines))
+
+
+def test_import_of_a_few_class_files_is_refused_below_the_coverage(voc_inputs, tmp_path, capsys):
+    """Probe: 3 of the 20 class files. Before, the import succeeded silently; now it is refused
+    below --min-coverage, naming the classes without detections and counting the images."""
+    from wsod.stages.weak import run
+    from wsod.weak.importers import MIN_COVERAGE, DetectionImportError
+
+    split_path, _, split = voc_inputs
+    names = contracts.category_names(split)
+    labelled = sorted({names[c - 1] for im in split["images"] for c in im["labels"]})
+    some = labelled[:1] + [n for n in names if n not in labelled][:2]  # 3 files, 1 labelled
+    _voc_txt_files(tmp_path / "three", split, some)
+    with pytest.raises(DetectionImportError) as e:
+        run(None, None, import_file=tmp_path / "three", split=split_path, out=tmp_path / "o.json")
+    msg = str(e.value)
+    assert f"--min-coverage {MIN_COVERAGE:g}" in msg and "17 classes without any detection" in msg
+    assert all(f"'{n}'" in msg for n in names if n not in some)
+    assert not (tmp_path / "o.json").exists()
+    # the user lowers the threshold: imported, the gaps printed and kept in the report
+    res = run(
+        None,
+        None,
+        import_file=tmp_path / "three",
+        split=split_path,
+        out=tmp_path / "o.json",
+        min_coverage=0.0,
+    )
+    report = res["report"]
+    assert sorted(report["classes_without_detections"]) == sorted(set(names) - set(some))
+    assert report["images_without_detections"] == 0 and report["coverage"] < MIN_COVERAGE
+    assert "17 classes without any detection" in capsys.readouterr().err
+    # every class file: full coverage, nothing printed
+    _voc_txt_files(tmp_path / "all", split, names)
+    res = run(None, None, import_file=tmp_path / "all", split=split_path, out=tmp_path / "a.json")
+    assert res["report"]["coverage"] == 1.0 and res["report"]["classes_without_detections"] == []
+    assert capsys.readouterr().err == ""
+    with pytest.raises(DetectionImportError, match="want a share"):
+        run(
+            None,
+            None,
+            import_file=tmp_path / "all",
+            split=split_path,
+            out=tmp_path / "a.json",
+            min_coverage=90,
+        )
+
+
+def test_min_coverage_option_reaches_run_and_typos_are_refused(monkeypatch, capsys):
+    import wsod.stages.weak as stage
+    from wsod.cli import main
+
+    real_run = stage.run
+    with pytest.raises(TypeError, match="min_coverag"):  # the library refuses a typo too
+        real_run(None, None, import_file="r.json", split="s.json", min_coverag=0.5)
+    calls = []
+    monkeypatch.setattr(stage, "run", lambda *a, **k: calls.append(k) or {})
+    base = ["weak", "--import", "r.json", "--split", "s.json", "--out", "o.json"]
+    assert main([*base, "--min-coverage", "0.5"]) == 0
+    assert calls[0]["min_coverage"] == 0.5
+    with pytest.raises(SystemExit):
+        main([*base, "--min-coverag3", "0.5"])  # not an option: argparse refuses it
+    assert "unrecognized arguments: --min-coverag3" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- CLI

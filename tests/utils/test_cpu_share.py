@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from wsod import training as rn
 from wsod.utils import cpu_share
-from wsod.utils import runner as rn
 
 
 def _dead_pid() -> int:

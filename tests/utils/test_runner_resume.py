@@ -6,7 +6,7 @@ import json
 
 from mmengine.config import Config
 
-from wsod.utils import runner as rn
+from wsod import training as rn
 
 
 def make_cfg(**over):

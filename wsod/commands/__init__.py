@@ -5,7 +5,8 @@ Options default to ``None`` so that ``--pipeline`` can fill them; the real defau
 keyword defaults of ``run``.
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
-:func:`add_config_options`, :func:`add_resume_option` and :func:`training_kwargs`.
+:func:`add_config_options`, :func:`add_launcher_option`, :func:`add_resume_option` and
+:func:`training_kwargs`.
 """
 
 from __future__ import annotations
@@ -30,10 +31,21 @@ def add_config_options(parser: argparse.ArgumentParser, cfg_example: str) -> Non
         "--cfg-options",
         nargs="+",
         metavar="KEY=VALUE",
-        help=f"override config keys, mmdet style (e.g. {cfg_example})",
+        help=f"override config keys, mmdet style (e.g. {cfg_example}); a key the resolved "
+        "config does not have is refused (typos), write +KEY=VALUE to add a new one",
     )
     parser.add_argument("--seed", type=int, help="random seed [0]")
     parser.add_argument("--max-iters", type=int, help="override the schedule's iterations")
+
+
+def add_launcher_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--launcher`` (mmengine's launchers; see :mod:`wsod.training.dist`)."""
+    parser.add_argument(
+        "--launcher",
+        choices=("none", "pytorch", "slurm", "mpi"),
+        help="mmengine launcher: 'pytorch' under `torchrun --nproc_per_node=N -m wsod ...` "
+        "(CPU: gloo, GPU: nccl), 'slurm' under `srun ... python -m wsod ...` (GPUs) [none]",
+    )
 
 
 def add_resume_option(parser: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ import json
 
 from wsod.commands import (
     add_config_options,
+    add_launcher_option,
     add_resume_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
     training_kwargs,
@@ -31,9 +32,27 @@ EXAMPLES = """examples:
   wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py \\
       --fully-supervised-gt work_dirs/demo/data/train_gt.json --work-dir work_dirs/demo/fsd \\
       --infer work_dirs/demo/data/val.json
+
+  # several processes: torchrun (CPU: gloo, GPU: nccl) or srun on a slurm cluster (GPUs)
+  torchrun --nproc_per_node=2 -m wsod strong --launcher pytorch --config ... --work-dir ...
+  srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
+      python -m wsod strong --launcher slurm --config ... --work-dir ...
+  (rank 0 alone writes the artifacts; detection is sharded over the ranks)
+
+--cfg-options: keys must exist in the resolved config (a typo is refused with near matches);
++KEY=VALUE adds a key the config does not have.
 """
 
-_NAMES = ("infer", "cfg_options", "resume", "seed", "max_iters", "fully_supervised_gt", "data_root")
+_NAMES = (
+    "infer",
+    "cfg_options",
+    "resume",
+    "seed",
+    "max_iters",
+    "fully_supervised_gt",
+    "data_root",
+    "launcher",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_options(p, "train_cfg.max_iters=100")
     p.add_argument("--data-root", help="image folder [the training file's info.data_root]")
     add_resume_option(p)
+    add_launcher_option(p)
 
 
 def parse_infer(items) -> list[tuple[str, str | None]]:

@@ -8,6 +8,7 @@ import json
 
 from wsod.commands import (
     add_config_options,
+    add_launcher_option,
     add_resume_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
     training_kwargs,
@@ -44,10 +45,15 @@ EXAMPLES = """examples:
   wsod weak --config configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py \\
       --work-dir work_dirs/voc07/weak \\
       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl \\
-      --cfg-options model.test_cfg.flip=True "model.test_cfg.scales=[0.75,1.0,1.25]"
+      --cfg-options +model.test_cfg.flip=True "+model.test_cfg.scales=[0.75,1.0,1.25]"
 
   # GPUs (GPUS=4): the paper's VGG16 OICR through mmengine's launcher
   torchrun --nproc_per_node=4 -m wsod weak --launcher pytorch \\
+      --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\
+      --train-split work_dirs/voc07/data/train.json --train-proposals work_dirs/voc07/proposals/train.pkl
+
+  # the same on a slurm cluster (8 GPUs, one task per GPU); CPUs: torchrun ... --launcher pytorch
+  srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 python -m wsod weak --launcher slurm \\
       --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\
       --train-split work_dirs/voc07/data/train.json --train-proposals work_dirs/voc07/proposals/train.pkl
 
@@ -61,7 +67,11 @@ EXAMPLES = """examples:
 Import formats: coco (results json), voc_txt (folder/glob of comp4_det_<split>_<class>.txt,
 1-based 'image_id score x1 y1 x2 y2' lines), pkl (PCL/py-faster-rcnn all_boxes; needs
 --allow-pickle). Every image id / class that does not match the split is listed; the import
-fails unless --drop-unmatched.
+fails unless --drop-unmatched. An import must cover the split: below --min-coverage (default
+0.9) of its labelled (image, class) pairs with a detection it fails, naming the classes and
+counting the images without one.
+--cfg-options: keys must exist in the resolved config (a typo is refused with near matches);
++KEY=VALUE adds a key the config does not have (e.g. +model.test_cfg.flip=True).
 """
 
 _NAMES = (
@@ -78,6 +88,7 @@ _NAMES = (
     "split",
     "out",
     "drop_unmatched",
+    "min_coverage",
     "launcher",
 )
 
@@ -104,11 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_config_options(p, "train_dataloader.batch_size=1")
     add_resume_option(p)
-    p.add_argument(
-        "--launcher",
-        choices=("none", "pytorch", "slurm", "mpi"),
-        help="mmengine launcher: 'pytorch' under torchrun for multi-GPU [none]",
-    )
+    add_launcher_option(p)
     g = p.add_argument_group("import another detector's detections (instead of training)")
     g.add_argument(
         "--import",
@@ -138,6 +145,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split", metavar="SPLIT_JSON", help="the split the imported detections are for"
     )
     g.add_argument("--out", metavar="JSON", help="imported detections [<work-dir>/train_dets.json]")
+    g.add_argument(
+        "--min-coverage",
+        type=float,
+        metavar="SHARE",
+        help="refuse an import with a detection for less than this share of the split's "
+        "labelled (image, class) pairs; 0 accepts any [0.9]",
+    )
 
 
 def parse_infer(items) -> list[tuple[str, str, str | None]]:

@@ -35,11 +35,24 @@ move to ``<work_dir>/stale/<time>/`` and training starts over; a NaN/inf
 loss stops with :class:`wsod.models.strong.NonFiniteLossError` naming the losses and the last
 good checkpoint (checkpoints every ``default_hooks.checkpoint.interval`` iterations and at the
 end). The training side reads no ground-truth file unless ``fully_supervised_gt`` is given.
+The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this module
+builds the training annotations and wires them (and the splits to detect on) into the config.
+
+Several processes (one code path on CPU and GPU, :mod:`wsod.training.dist`)::
+
+    torchrun --nproc_per_node=2 -m wsod strong --launcher pytorch --config ... --work-dir ...
+    srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
+        python -m wsod strong --launcher slurm --config ... --work-dir ...
+
+Rank 0 alone writes the files above and moves stale checkpoints, the other ranks wait for it
+and read the same training annotations and checkpoint; detection runs on every rank, each on
+its shard of the split, and rank 0 writes the merged detections.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -47,10 +60,10 @@ from pathlib import Path
 from typing import Any
 
 from wsod import contracts
-from wsod.utils import runner as rn
-from wsod.utils.io import read_json, write_json_artifact, write_text
+from wsod import training as tr
+from wsod.utils.io import read_json, write_json_artifact
 
-__all__ = ["StrongStageError", "build_train_annotations", "load_strong_config", "run"]
+__all__ = ["StrongStageError", "build_train_annotations", "run"]
 
 PSEUDO = "pseudo labels"
 FULLY_SUPERVISED = "ground-truth boxes (fully supervised reference, an upper bound)"
@@ -58,6 +71,9 @@ FULLY_SUPERVISED = "ground-truth boxes (fully supervised reference, an upper bou
 
 class StrongStageError(ValueError):
     """Bad input to the strong stage; the message names the file and the fix."""
+
+
+_ERRORS = {"error": StrongStageError, "hint": "see configs/faster_rcnn/"}
 
 
 # --------------------------------------------------------------------------- training boxes
@@ -76,22 +92,20 @@ def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) ->
     Args:
         data: COCO instances dict (``images``, ``categories``, ``annotations`` with ``bbox``
             xywh and, for pseudo labels, ``score`` and optionally ``weight``).
-        fully_supervised: ``data`` holds real boxes: a ``difficult`` box becomes ``iscrowd`` 1
-            (mmdet ignores it in training, as its VOC loader does).
+        fully_supervised: ``data`` holds real boxes (``weight`` 1). Either way a box that
+            :func:`wsod.contracts.is_ignored` (``difficult`` or ``iscrowd``) becomes ``iscrowd``
+            1: mmdet ignores it in training, as its VOC loader does.
 
     Returns:
         COCO instances dict: images ``{id, file_name, width, height}``, categories sorted by
         id, annotations ``{id (1..N), image_id, category_id, bbox, area = w*h, iscrowd, score,
-        weight}`` (``score``/``weight`` default 1.0).
+        weight}`` (``score`` default 1.0, ``weight``: :func:`wsod.contracts.box_weight`).
     """
     images = [{k: im[k] for k in ("id", "file_name", "width", "height")} for im in data["images"]]
     anns = []
     for i, a in enumerate(data["annotations"], start=1):
         x, y, w, h = (float(v) for v in a["bbox"])
-        crowd = (
-            int(bool(a.get("difficult", 0))) if fully_supervised else int(bool(a.get("iscrowd", 0)))
-        )
-        score = float(a.get("score", 1.0))
+        crowd = int(contracts.is_ignored(a))
         anns.append(
             {
                 "id": i,
@@ -100,8 +114,8 @@ def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) ->
                 "bbox": [x, y, w, h],
                 "area": w * h,
                 "iscrowd": crowd,
-                "score": score,
-                "weight": float(a.get("weight", score if not fully_supervised else 1.0)),
+                "score": float(a.get("score", 1.0)),
+                "weight": contracts.box_weight(a, fully_supervised=fully_supervised),
             }
         )
     cats = sorted(
@@ -142,14 +156,7 @@ def _train_data_root(
     )
 
 
-# --------------------------------------------------------------------------- config
-def load_strong_config(config: str | os.PathLike, cfg_options: Mapping | None = None):
-    """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume)."""
-    return rn.load_config(
-        config, cfg_options, error=StrongStageError, hint="see configs/faster_rcnn/"
-    )
-
-
+# --------------------------------------------------------------------------- dataset wiring
 def _inner_dataset(ds_cfg: Any, where: str) -> Any:
     """The innermost dataset dict of (possibly wrapped) ``ds_cfg``: the one with ann_file."""
     node = ds_cfg
@@ -163,16 +170,13 @@ def _inner_dataset(ds_cfg: Any, where: str) -> Any:
     return node
 
 
-def _set_num_classes(node: Any, k: int, in_rpn: bool = False) -> None:
-    if isinstance(node, Mapping):
-        for key, value in node.items():
-            if key == "num_classes" and not in_rpn:
-                node[key] = k
-            else:
-                _set_num_classes(value, k, in_rpn or key == "rpn_head")
-    elif isinstance(node, list):
-        for value in node:
-            _set_num_classes(value, k, in_rpn)
+def _set_dataset(ds_cfg: Any, where: str, ann_file: Path, root: Path, classes) -> None:
+    """The strong stage's dataset wiring: a (wrapped) ``CocoDataset`` on ``ann_file``."""
+    ds = _inner_dataset(ds_cfg, where)
+    ds.ann_file = str(ann_file)
+    ds.data_root = str(root)
+    ds.data_prefix = {"img": ""}
+    ds.metainfo = {"classes": tuple(classes)}
 
 
 def _ensure_finite_loss_hook(cfg) -> None:
@@ -183,7 +187,7 @@ def _ensure_finite_loss_hook(cfg) -> None:
 
 
 def _set_max_iters(cfg, max_iters: int) -> None:
-    rn.set_max_iters(
+    tr.set_max_iters(
         cfg,
         max_iters,
         error=StrongStageError,
@@ -205,21 +209,20 @@ def run(
     max_iters: int | None = None,
     fully_supervised_gt: str | os.PathLike | None = None,
     data_root: str | os.PathLike | None = None,
+    launcher: str = "none",
 ) -> dict:
     """Train ``config`` on pseudo labels (or real boxes) with mmengine's Runner, then infer.
 
     Args:
-        config: mmdet config file (e.g.
-            ``configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py``).
+        config: mmdet config file (``configs/faster_rcnn/``).
         pseudo_labels: pseudo-label COCO instances json (boxes xywh + ``score``); None when
             ``fully_supervised_gt`` is given.
         work_dir: checkpoints, logs, resolved config and default outputs.
-        infer: ``(split_json, out_json)`` pairs; ``out_json`` None -> ``work_dir /
-            "[fsd_]<split stem>_dets.json"``.
-        cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
-        resume: continue from ``work_dir``'s last checkpoint when there is one.
-        seed: mmengine ``randomness.seed``.
-        max_iters: override the iteration-based schedule's length (tests, smoke runs).
+        infer: ``(split_json, out_json or None)`` pairs (None out:
+            ``<work_dir>/[fsd_]<split stem>_dets.json``).
+        cfg_options, resume, seed, max_iters, launcher: the training flow's options
+            (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
+            resume the same run only, mmengine seed, schedule length, mmengine launcher.
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
@@ -241,10 +244,60 @@ def run(
     fully = fully_supervised_gt is not None
     train_file = Path(fully_supervised_gt if fully else pseudo_labels)
     prefix = "fsd_" if fully else ""
-    supervision = FULLY_SUPERVISED if fully else PSEUDO
     work_dir = Path(work_dir).resolve()
+    train_ann, classes, root = _training_boxes(train_file, fully, data_root)
+    infer_pairs, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
+    runtime = {"work_dir": work_dir, "seed": seed, "launcher": launcher}
+    cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
+    meta = _meta(seed, started, fully, root, classes)
+    ann_path = work_dir / f"{prefix}train_annotations.json"
+    _wire_training(cfg, config, ann_path, root, classes, max_iters)
+    job, fingerprint = _train_job(cfg, config, ann_path, prefix, train_ann, train_file, meta)
+    trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
+    outputs = []
+    for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
+        where = (split_path, split, out, train_file)
+        outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
+    return {
+        "checkpoint": trained.checkpoint,
+        "config": str(job.config_file),
+        "work_dir": str(work_dir),
+        "supervision": meta["extra"]["supervision"],
+        "iterations": trained.iterations,
+        "resumed_from": trained.resumed_from,
+        "outputs": outputs,
+        "train_annotations": str(ann_path),
+    }
 
-    # ---- training boxes
+
+def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]) -> dict:
+    """Provenance of every strong artifact (``write_json_artifact``'s keywords)."""
+    return {
+        "stage": "strong",
+        "seed": seed,
+        "started": started,
+        "extra": {
+            "supervision": FULLY_SUPERVISED if fully else PSEUDO,
+            "fully_supervised": fully,
+            "data_root": str(root),
+            "classes": classes,
+        },
+    }
+
+
+def _wire_training(cfg, config, ann_path: Path, root: Path, classes, max_iters) -> None:
+    """The strong stage's training wiring: the training annotations as the (wrapped)
+    ``CocoDataset``, the schedule's length, the finite-loss hook."""
+    _set_dataset(cfg.train_dataloader.dataset, str(config), ann_path, root, classes)
+    if max_iters is not None:
+        _set_max_iters(cfg, max_iters)
+    _ensure_finite_loss_hook(cfg)
+
+
+def _training_boxes(
+    train_file: Path, fully: bool, data_root: str | os.PathLike | None
+) -> tuple[dict, list[str], Path]:
+    """The training annotations (:func:`build_train_annotations`), classes and image root."""
     if fully:
         data = contracts.validate_gt(read_json(train_file), where=str(train_file))
     else:
@@ -256,185 +309,83 @@ def run(
     train_ann = build_train_annotations(data, fully_supervised=fully)
     if not train_ann["annotations"]:
         raise StrongStageError(f"{train_file}: no boxes to train on; check the de-noise stage")
-    infer_pairs = _infer_pairs(infer, work_dir, prefix)
-    infer_splits = []
-    for split_path, _ in infer_pairs:
-        split = contracts.load_split(split_path)
-        if contracts.category_names(split) != classes:
-            raise StrongStageError(f"{split_path}: classes differ from those of {train_file}")
-        _check_categories(split["categories"], str(split_path))
-        infer_splits.append(split)
-
-    # ---- config
-    cfg = load_strong_config(config, cfg_options)
-    _set_num_classes(cfg.model, len(classes))
-    train_ds = _inner_dataset(cfg.train_dataloader.dataset, str(config))
-    ann_path = work_dir / f"{prefix}train_annotations.json"
-    train_ds.ann_file = str(ann_path)
-    train_ds.data_root = str(root)
-    train_ds.data_prefix = {"img": ""}
-    train_ds.metainfo = {"classes": tuple(classes)}
-    if max_iters is not None:
-        _set_max_iters(cfg, max_iters)
-    _ensure_finite_loss_hook(cfg)
-    rn.set_runtime(cfg, work_dir, seed, cfg.get("launcher", "none"))
-
-    run_file = work_dir / "strong_run.json"  # one per work dir: checkpoints are shared
-    ann_sha = _sha_of(train_ann)
-
-    def fingerprint_of(version: int) -> str:  # the config's and the training boxes'
-        h = hashlib.sha256((rn.run_fingerprint(cfg, [], version=version) + ann_sha).encode())
-        return rn.versioned_digest(h, version)
-
-    fingerprint = fingerprint_of(rn.FINGERPRINT_VERSION)
-    last = None
-    if resume:  # another run's checkpoints (other boxes, config or seed) are moved aside
-        last, _ = rn.resume_point(
-            work_dir,
-            run_file,
-            fingerprint,
-            lambda rec: rec.get("train_sha256") == ann_sha,
-            fingerprint_of(1),
-        )
-    rn.set_resume(cfg, last)
-
-    meta = {
-        "stage": "strong",
-        "seed": seed,
-        "started": started,
-        "extra": {
-            "supervision": supervision,
-            "fully_supervised": fully,
-            "data_root": str(root),
-            "classes": classes,
-        },
-    }
-    write_json_artifact(
-        ann_path, train_ann, config={"config": str(config)}, inputs=[train_file], **meta
-    )
-    write_json_artifact(
-        run_file,
-        {
-            "fingerprint": fingerprint,
-            "train_sha256": ann_sha,
-            "config": str(config),
-            "supervision": supervision,
-        },
-        inputs=[train_file],
-        **meta,
-    )
-    config_out = work_dir / f"{prefix}strong_config.py"
-    write_text(config_out, cfg.pretty_text)
-    run_cfg = rn.without(cfg, rn.TEST_KEYS)  # the training Runner builds no test loop
-
-    # ---- train
-    done = _checkpoint_iter(last) if last else None
-    max_iter = (cfg.get("train_cfg") or {}).get("max_iters")
-    if done is not None and max_iter is not None and done >= max_iter:
-        # finished already: resuming would still replay the whole dataloader (mmengine's
-        # IterBasedTrainLoop advances it by the resumed iterations), so go straight to inference
-        iterations = done
-    else:
-        run_cfg.experiment_name = _experiment_name(f"{prefix}strong_train")
-        _name_visualizer(run_cfg)
-        iterations = rn.train(run_cfg)
-    ckpt = rn.trained_checkpoint(work_dir, error=StrongStageError)
-    model_file = work_dir / f"{prefix}strong_model.json"
-    write_json_artifact(
-        model_file,
-        {
-            "checkpoint": ckpt,
-            "config": str(config_out),
-            "iterations": iterations,
-            "classes": classes,
-            "supervision": supervision,
-            "resumed_from": last,
-        },
-        indent=2,
-        config=cfg.to_dict(),
-        inputs=[train_file],
-        **meta,
-    )
-
-    # ---- infer
-    outputs = []
-    for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
-        outputs.append(
-            str(_infer(cfg, ckpt, split_path, split, out, classes, meta, train_file, config))
-        )
-    return {
-        "checkpoint": ckpt,
-        "config": str(config_out),
-        "work_dir": str(work_dir),
-        "supervision": supervision,
-        "iterations": iterations,
-        "resumed_from": last,
-        "outputs": outputs,
-        "train_annotations": str(ann_path),
-    }
+    return train_ann, classes, root
 
 
-def _infer_pairs(infer, work_dir: Path, prefix: str) -> list[tuple[Path, Path]]:
+def _infer_splits(infer, work_dir: Path, prefix: str, classes, train_file: Path):
+    """``(split, out)`` pairs (default outputs filled in) and the splits, classes checked."""
     pairs = []
     for item in infer or []:
         split_path, out = (item, None) if isinstance(item, (str, os.PathLike)) else item
         split_path = Path(split_path)
         out = Path(out) if out else work_dir / f"{prefix}{split_path.stem}_dets.json"
         pairs.append((split_path, out.resolve()))
-    return pairs
+    splits = []
+    for split_path, _ in pairs:
+        split = contracts.load_split(split_path)
+        if contracts.category_names(split) != classes:
+            raise StrongStageError(f"{split_path}: classes differ from those of {train_file}")
+        _check_categories(split["categories"], str(split_path))
+        splits.append(split)
+    return pairs, splits
 
 
-def _checkpoint_iter(path: str) -> int | None:
-    """The iteration of mmengine's ``iter_<N>.pth`` checkpoint name, else None."""
-    import re
+def _train_job(cfg, config, ann_path: Path, prefix: str, train_ann, train_file: Path, meta):
+    """The strong stage's :class:`~wsod.training.TrainJob`: rank 0 writes the training
+    annotations the dataset reads; the fingerprint is the config's and the boxes'."""
+    work_dir = ann_path.parent
+    ann_sha = _sha_of(train_ann)
 
-    m = re.fullmatch(r"iter_(\d+)\.pth", Path(path).name)
-    return int(m.group(1)) if m else None
+    def fingerprint_of(version: int) -> str:  # the config's and the training boxes'
+        h = hashlib.sha256((tr.run_fingerprint(cfg, [], version=version) + ann_sha).encode())
+        return tr.versioned_digest(h, version)
 
+    def write_annotations() -> None:  # rank 0, validated on write ...
+        contracts.validate_train_annotations(train_ann, where=str(ann_path))
+        write_json_artifact(
+            ann_path, train_ann, config={"config": str(config)}, inputs=[train_file], **meta
+        )
 
-def _name_visualizer(cfg) -> None:
-    """A visualizer named like its Runner (mmengine shares instances by name)."""
-    if cfg.get("visualizer"):
-        cfg.visualizer.name = cfg.experiment_name
-
-
-def _experiment_name(what: str) -> str:
-    """Unique per Runner: mmengine keys its logger and visualizer instances by this name."""
-    import uuid
-
-    return f"{what}_{time.strftime('%Y%m%d_%H%M%S')}_{uuid.uuid4().hex[:6]}"
+    supervision = meta["extra"]["supervision"]
+    job = tr.TrainJob(
+        stage="strong",
+        cfg=cfg,
+        config=config,
+        work_dir=work_dir,
+        run_file=work_dir / "strong_run.json",  # one per work dir: checkpoints are shared
+        config_file=work_dir / f"{prefix}strong_config.py",
+        model_file=work_dir / f"{prefix}strong_model.json",
+        inputs=[train_file],
+        meta=meta,
+        record={"train_sha256": ann_sha, "supervision": supervision},
+        model_record={"classes": meta["extra"]["classes"], "supervision": supervision},
+        train_without=tr.TEST_KEYS,  # the training Runner builds no test loop
+        name=f"{prefix}strong_train",
+        write_inputs=write_annotations,
+        read_inputs=lambda: contracts.load_train_annotations(ann_path),  # ... and on read
+    )
+    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha  # noqa: E731
+    fingerprint = tr.Fingerprint(
+        fingerprint_of(tr.FINGERPRINT_VERSION), fingerprint_of(1), legacy_same
+    )
+    return job, fingerprint
 
 
 def _sha_of(obj: Any) -> str:
-    import hashlib
-    import json
-
     payload = {k: obj[k] for k in ("images", "categories", "annotations")}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _infer(
-    cfg,
-    ckpt: str,
-    split_path: Path,
-    split: Mapping,
-    out: Path,
-    classes: list[str],
-    meta: Mapping,
-    train_file: Path,
-    config,
-) -> Path:
-    """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
-    test_cfg = rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS)
-    ds = _inner_dataset(test_cfg.test_dataloader.dataset, str(config))
-    ds.ann_file = str(Path(split_path).resolve())
-    ds.data_root = str(_resolve_root(split["info"]["data_root"], split_path).resolve())
-    ds.data_prefix = {"img": ""}
-    ds.metainfo = {"classes": tuple(classes)}
-    ds.test_mode = True
-    test_cfg.experiment_name = _experiment_name(f"infer_{Path(split_path).stem}")
-    _name_visualizer(test_cfg)
-    rn.dump_detections(
+def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, config) -> Path:
+    """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``
+    (``where = (split path, split, out, training file)``)."""
+    split_path, split, out, train_file = where
+    test_cfg = tr.detection_config(cfg, f"infer_{Path(split_path).stem}")
+    root = _resolve_root(split["info"]["data_root"], split_path).resolve()
+    ds_cfg = test_cfg.test_dataloader.dataset
+    _set_dataset(ds_cfg, str(config), Path(split_path).resolve(), root, classes)
+    _inner_dataset(ds_cfg, str(config)).test_mode = True
+    tr.detect(
         test_cfg,
         ckpt,
         out,

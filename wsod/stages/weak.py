@@ -17,12 +17,26 @@ results json (weak detections contract, category id = class index + 1) with its
 
 Import mode (``import_file``): validate another detector's detections (COCO results json, VOC
 ``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.weak.importers``) against
-``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``).
+``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``). An import that
+detects less than ``min_coverage`` of the split's labelled (image, class) pairs (default 0.9,
+``--min-coverage``; 0 accepts any) is refused, naming the classes and counting the images
+without a detection; smaller gaps are printed.
 
 Invariants: training reads only the split (image labels) and proposals, never a ground-truth
-box file; ``resume=True`` continues from the work dir's last checkpoint (rerunning a finished
-run only re-infers); multi-GPU training uses mmengine's launcher (``launcher='pytorch'`` under
-``torchrun``), the CPU path is what the tests run.
+box file; ``resume=True`` continues from the work dir's last checkpoint when it belongs to the
+same run (another run's checkpoints move to ``<work_dir>/stale/<time>/``; a finished run only
+re-infers). The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this
+module only wires the split and proposals into the config's datasets.
+
+Several processes (one code path on CPU and GPU, :mod:`wsod.training.dist`)::
+
+    torchrun --nproc_per_node=2 -m wsod weak --launcher pytorch --config ... --work-dir ...
+    srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
+        python -m wsod weak --launcher slurm --config ... --work-dir ...
+
+Rank 0 alone writes ``weak_run.json``, ``weak_config.py``, ``weak_model.json`` and moves stale
+checkpoints, the other ranks wait for it; detection runs on every rank, each on its shard of
+the split, and rank 0 writes the merged detections.
 """
 
 from __future__ import annotations
@@ -34,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from wsod import contracts
-from wsod.utils import runner as rn
-from wsod.utils.io import write_json_artifact, write_text
+from wsod import training as tr
+from wsod.utils.io import write_json_artifact
 
 
 class WeakStageError(ValueError):
@@ -44,14 +58,8 @@ class WeakStageError(ValueError):
 
 InferTriple = tuple[str | os.PathLike, str | os.PathLike, str | os.PathLike | None]
 
-
-def load_weak_config(config: str | os.PathLike, cfg_options: Mapping | None = None):
-    """``Config.fromfile`` + ``--cfg-options``; imports ``wsod.models`` (registries, resume)."""
-    import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
-
-    return rn.load_config(
-        config, cfg_options, error=WeakStageError, hint="see configs/oicr/ and configs/wsddn/"
-    )
+CONFIG_HINT = "see configs/cam/, configs/oicr/ and configs/wsddn/"
+NO_CHECKPOINT_HINT = "train first (--train-split/--train-proposals) or set load_from"
 
 
 def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
@@ -73,9 +81,10 @@ def _set_dataset(
     proposals: str | os.PathLike | None,
     allow_pickle: bool = False,
 ) -> None:
-    """Point a dataloader's dataset config at a split + its proposals (absolute paths; None:
-    one whole-image box per image, for models that train on images alone). ``allow_pickle``:
-    the user's ``--allow-pickle`` for a proposal ``.pkl`` without its ``.npz`` twin."""
+    """The weak stage's dataset wiring: point a dataloader's dataset config at a split + its
+    proposals (absolute paths; None: one whole-image box per image, for models that train on
+    images alone). ``allow_pickle``: the user's ``--allow-pickle`` for a proposal ``.pkl``
+    without its ``.npz`` twin."""
     while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
         ds_cfg = ds_cfg.dataset
     if proposals is not None and not (
@@ -99,12 +108,6 @@ def trains_on_proposals(cfg: Any) -> bool:
     return bool(cfg.get("train_reads_proposals", True))
 
 
-def _set_num_classes(cfg: Any, num_classes: int) -> None:
-    head = cfg.model.get("roi_head") or cfg.model.get("head")
-    if head is not None and "num_classes" in head:
-        head.num_classes = num_classes
-
-
 def run(
     config: str | os.PathLike | None,
     work_dir: str | os.PathLike | None,
@@ -122,37 +125,27 @@ def run(
     split: str | os.PathLike | None = None,
     out: str | os.PathLike | None = None,
     drop_unmatched: bool = False,
+    min_coverage: float | None = None,
     launcher: str = "none",
 ) -> dict:
     """Train a weak detector and detect with it, or import foreign detections.
 
     Args:
-        config: weak detector config (e.g. ``configs/oicr/oicr_mobilenetv2_4k_voc07-train_
-            voc07-val.py``); unused in import mode.
+        config: weak detector config (``configs/{cam,oicr,wsddn}/``); unused in import mode.
         work_dir: checkpoints, logs, resolved config, default outputs.
-        train_split: weak-label split json to train on (None: no training, infer with the work
-            dir's last checkpoint or the config's ``load_from``).
-        train_proposals: proposals of ``train_split``; may be None when the config trains on
-            whole images (``train_reads_proposals = False``, the CAM head).
-        infer: ``(split_json, proposals, out_json)`` triples; ``out_json`` None ->
-            ``<work_dir>/<split stem>_dets.json``; ``[]``: train only. Default with
-            ``train_split`` and ``train_proposals``: ``[(train_split, train_proposals,
-            <work_dir>/train_dets.json)]``.
-        cfg_options: dotted-key overrides merged into the config (``--cfg-options``).
-        resume: continue from the work dir's last checkpoint when it is from the same run
-            (config, seed, training inputs); another run's checkpoints are moved to
-            ``<work_dir>/stale/<time>/`` and training starts over.
-        seed: mmengine ``randomness.seed``.
-        import_file: foreign detections to import instead of training (see
-            :mod:`wsod.weak.importers`); needs ``split``.
-        import_format: ``coco``, ``voc_txt`` or ``pkl`` (guessed from the path if None).
-        allow_pickle: allow unpickling ``import_file`` (``pkl`` format), and proposal ``.pkl``
-            files that have no ``.npz`` twin.
-        max_iters: override the schedule's iterations (smoke runs, tests).
-        split: the split the imported detections are for (import mode).
-        out: imported detections output (default ``<work_dir>/train_dets.json``).
-        drop_unmatched: import mode: drop detections whose image/class is not in the split.
-        launcher: mmengine launcher (``none``; ``pytorch`` under torchrun for multi-GPU).
+        train_split: weak-label split json to train on (None: no training, detect with the
+            work dir's last checkpoint or the config's ``load_from``).
+        train_proposals: its proposals; None when the config trains on whole images (CAM).
+        infer: ``(split_json, proposals, out_json or None)`` triples (None out:
+            ``<work_dir>/<split stem>_dets.json``; ``[]``: train only; default: the training
+            split and proposals -> ``<work_dir>/train_dets.json``).
+        cfg_options, resume, seed, max_iters, launcher: the training flow's options
+            (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
+            resume the same run only, mmengine seed, schedule length, mmengine launcher.
+        import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
+            import mode (:func:`wsod.weak.importers.import_detections`): foreign detections
+            for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
+            ``allow_pickle`` also allows proposal ``.pkl`` files that have no ``.npz`` twin.
 
     Returns:
         ``{"work_dir", "checkpoint", "config", "iterations", "resumed_from", "outputs": {out:
@@ -164,24 +157,56 @@ def run(
     """
     started = time.time()
     if import_file is not None:
-        return _import(
-            import_file,
-            split,
-            out,
-            work_dir,
-            import_format=import_format,
-            allow_pickle=allow_pickle,
-            drop_unmatched=drop_unmatched,
-            started=started,
-            seed=seed,
-        )
+        options = {"format": import_format, "allow_pickle": allow_pickle}
+        options.update(drop_unmatched=drop_unmatched, min_coverage=min_coverage)
+        return _import(import_file, split, out, work_dir, options, started=started, seed=seed)
     if config is None or work_dir is None:
         raise WeakStageError("config and work_dir are required (--config, --work-dir)")
     work_dir = Path(work_dir).resolve()
     if train_split is None and train_proposals is not None:
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
-
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
+    train, infer_splits, classes = _read_splits(train_split, triples)
+    cfg = _prepare(config, cfg_options, work_dir, seed, launcher, classes)
+    meta = {"stage": "weak", "seed": seed, "started": started}
+    if train is not None:
+        training = (train_split, train, train_proposals, allow_pickle)
+        job = _train_job(cfg, config, work_dir, training, max_iters)
+        job.meta, job.model_record = meta, {"classes": classes}
+        done = tr.train_or_resume(job, _fingerprint(cfg, job), resume=resume, error=WeakStageError)
+        ckpt, iterations, resumed_from = done.checkpoint, done.iterations, done.resumed_from
+    else:
+        config_out, hint = work_dir / "weak_config.py", NO_CHECKPOINT_HINT
+        ckpt = tr.detection_checkpoint(cfg, work_dir, config_out, error=WeakStageError, hint=hint)
+        iterations = resumed_from = None
+    outputs = {}
+    for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
+        outputs[str(out_path)] = _infer(
+            cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle
+        )
+    summary = {"work_dir": str(work_dir), "checkpoint": ckpt}
+    summary.update(config=str(work_dir / "weak_config.py"), iterations=iterations)
+    return {**summary, "resumed_from": resumed_from, "outputs": outputs}
+
+
+def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, classes):
+    """Step 1 of the flow, with the weak dataset and transforms registered."""
+    import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
+
+    return tr.prepare_config(
+        config,
+        cfg_options,
+        work_dir=work_dir,
+        seed=seed,
+        launcher=launcher,
+        num_classes=None if classes is None else len(classes),
+        error=WeakStageError,
+        hint=CONFIG_HINT,
+    )
+
+
+def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[str] | None]:
+    """The training split, the inference splits and their (common) classes."""
     train = contracts.load_split(train_split) if train_split is not None else None
     classes = contracts.category_names(train) if train is not None else None
     infer_splits = []
@@ -195,88 +220,44 @@ def run(
         infer_splits.append(s)
     if classes is None and infer_splits:
         classes = contracts.category_names(infer_splits[0])
+    return train, infer_splits, classes
 
-    cfg = load_weak_config(config, cfg_options)
-    if train_split is not None and train_proposals is None and trains_on_proposals(cfg):
+
+def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.TrainJob:
+    """The weak stage's training wiring: ``training = (split path, split, proposals or None,
+    allow_pickle)`` as the training dataset, the schedule's length, the optional seed file."""
+    train_split, train, train_proposals, allow_pickle = training
+    if train_proposals is None and trains_on_proposals(cfg):
         raise WeakStageError(
             f"{config}: this detector trains on proposals; give the training split's "
             "(--train-proposals, from `wsod proposals`)"
         )
-    if classes is not None:
-        _set_num_classes(cfg, len(classes))
-    rn.set_runtime(cfg, work_dir, seed, launcher)
-    meta = {"stage": "weak", "seed": seed, "started": started}
+    _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle)
+    if max_iters is not None:
+        tr.set_max_iters(cfg, max_iters, error=WeakStageError)
+    seed_file = cfg.train_dataloader.dataset.get("seed_file")
+    if seed_file and not Path(seed_file).is_file():
+        raise WeakStageError(
+            f"{seed_file}: no such seed file (train_dataloader.dataset.seed_file); give "
+            "another weak detector's train_dets.json"
+        )
+    return tr.TrainJob(
+        stage="weak",
+        cfg=cfg,
+        config=config,
+        work_dir=work_dir,
+        run_file=work_dir / "weak_run.json",
+        config_file=work_dir / "weak_config.py",
+        model_file=work_dir / "weak_model.json",
+        inputs=[p for p in (train_split, train_proposals, seed_file) if p],
+        name="weak_train",
+    )
 
-    resumed_from = None
-    iterations = None
-    if train is not None:
-        _set_dataset(
-            cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle
-        )
-        if max_iters is not None:
-            rn.set_max_iters(cfg, max_iters, error=WeakStageError)
-        seed_file = cfg.train_dataloader.dataset.get("seed_file")
-        if seed_file and not Path(seed_file).is_file():
-            raise WeakStageError(
-                f"{seed_file}: no such seed file (train_dataloader.dataset.seed_file); give "
-                "another weak detector's train_dets.json"
-            )
-        inputs = [p for p in (train_split, train_proposals, seed_file) if p]
-        fingerprint = rn.run_fingerprint(cfg, inputs)
-        run_file = work_dir / "weak_run.json"
-        resumed_from = None
-        if resume:
-            legacy = rn.run_fingerprint(cfg, inputs, version=1)
-            resumed_from = rn.resume_point(work_dir, run_file, fingerprint, None, legacy)[0]
-        rn.set_resume(cfg, resumed_from)
-        write_json_artifact(
-            run_file, {"fingerprint": fingerprint, "config": str(config)}, inputs=inputs, **meta
-        )
-        train_cfg = rn.without(cfg, rn.EVAL_KEYS + rn.TEST_KEYS)
-        train_cfg.experiment_name = f"weak_train_{time.strftime('%Y%m%d_%H%M%S')}"
-        config_out = work_dir / "weak_config.py"
-        work_dir.mkdir(parents=True, exist_ok=True)
-        write_text(config_out, train_cfg.pretty_text)
-        iterations = rn.train(train_cfg)
-        ckpt = rn.trained_checkpoint(work_dir, error=WeakStageError)
-        write_json_artifact(
-            work_dir / "weak_model.json",
-            {
-                "checkpoint": ckpt,
-                "config": str(config_out),
-                "iterations": iterations,
-                "classes": classes,
-                "resumed_from": resumed_from,
-            },
-            indent=2,
-            config=train_cfg.to_dict(),
-            inputs=[p for p in (train_split, train_proposals) if p],
-            **meta,
-        )
-    else:
-        ckpt = cfg.get("load_from") or rn.latest_checkpoint(work_dir)
-        if not ckpt:
-            raise WeakStageError(
-                f"{work_dir}: no checkpoint to detect with; train first "
-                "(--train-split/--train-proposals) or set load_from"
-            )
-        config_out = work_dir / "weak_config.py"
-        if not config_out.is_file():  # inference only: record the config it ran with
-            write_text(config_out, rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS).pretty_text)
 
-    outputs = {}
-    for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
-        outputs[str(out_path)] = _infer(
-            cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle
-        )
-    return {
-        "work_dir": str(work_dir),
-        "checkpoint": ckpt,
-        "config": str(config_out),
-        "iterations": iterations,
-        "resumed_from": resumed_from,
-        "outputs": outputs,
-    }
+def _fingerprint(cfg, job: tr.TrainJob) -> tr.Fingerprint:
+    return tr.Fingerprint(
+        tr.run_fingerprint(cfg, job.inputs), legacy=tr.run_fingerprint(cfg, job.inputs, version=1)
+    )
 
 
 def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[tuple]:
@@ -311,11 +292,10 @@ def _infer(
     allow_pickle: bool = False,
 ) -> dict:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
-    test_cfg = rn.without(cfg, rn.TRAIN_KEYS + rn.EVAL_KEYS)
+    test_cfg = tr.detection_config(cfg, f"weak_infer_{split_path.stem}")
     _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals, allow_pickle)
     test_cfg.test_dataloader.dataset.test_mode = True
-    test_cfg.experiment_name = f"weak_infer_{split_path.stem}_{time.strftime('%Y%m%d_%H%M%S')}"
-    rn.dump_detections(
+    tr.detect(
         test_cfg,
         ckpt,
         out,
@@ -336,18 +316,8 @@ def _infer(
     }
 
 
-def _import(
-    import_file,
-    split,
-    out,
-    work_dir,
-    *,
-    import_format: str | None,
-    allow_pickle: bool,
-    drop_unmatched: bool,
-    started: float,
-    seed: int,
-) -> dict:
+def _import(import_file, split, out, work_dir, options: dict, *, started: float, seed: int) -> dict:
+    """Import mode: ``options`` are :func:`~wsod.weak.importers.import_detections`'s."""
     from wsod.weak.importers import import_detections
 
     if split is None:
@@ -357,13 +327,7 @@ def _import(
             raise WeakStageError("give --out (or --work-dir for <work-dir>/train_dets.json)")
         out = Path(work_dir) / "train_dets.json"
     s = contracts.load_split(split)
-    dets, report = import_detections(
-        import_file,
-        s,
-        format=import_format,
-        allow_pickle=allow_pickle,
-        drop_unmatched=drop_unmatched,
-    )
+    dets, report = import_detections(import_file, s, **options)
     write_json_artifact(
         out,
         dets,
@@ -373,7 +337,8 @@ def _import(
         config={
             "import_file": str(import_file),
             "format": report["format"],
-            "drop_unmatched": drop_unmatched,
+            "drop_unmatched": options["drop_unmatched"],
+            "min_coverage": report["min_coverage"],
         },
         inputs=[p for p in (import_file, split) if Path(p).is_file()],
         extra={"import_report": report},

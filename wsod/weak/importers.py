@@ -20,12 +20,19 @@ against that split's image ids and class names and written as a COCO results jso
 Every mismatch is collected (image ids not in the split, unknown classes, malformed lines) and
 reported exactly; by default any mismatch raises, ``drop_unmatched=True`` drops those entries
 and returns the report instead.
+
+Coverage: an import must cover the split. Its *coverage* is the share of the split's labelled
+(image, class) pairs that have at least one detection of that class; below ``min_coverage``
+(default :data:`MIN_COVERAGE`; ``--min-coverage`` of ``wsod weak``, 0 accepts any import) the
+import is refused, naming the classes without a detection and the images without one (e.g.
+3 of 20 VOC class files given). Any gap above the threshold is printed to stderr.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +44,8 @@ from wsod.contracts import ContractError, make_detections, validate_detections
 from wsod.utils.io import PickleNotAllowedError, read_json, read_pickle
 
 FORMATS = ("coco", "voc_txt", "pkl")
+MIN_COVERAGE = 0.9
+"""Default least share of a split's labelled (image, class) pairs an import must detect."""
 
 
 class DetectionImportError(ValueError):
@@ -258,6 +267,7 @@ def import_detections(
     format: str | None = None,
     allow_pickle: bool = False,
     drop_unmatched: bool = False,
+    min_coverage: float | None = None,
 ) -> tuple[list[dict], dict]:
     """Read foreign detections and map them onto ``split``.
 
@@ -267,15 +277,21 @@ def import_detections(
         format: ``coco``, ``voc_txt`` or ``pkl``; guessed from the path when None.
         allow_pickle: required for ``pkl``.
         drop_unmatched: drop entries that do not match instead of raising.
+        min_coverage: refuse an import covering less than this share of the split's labelled
+            (image, class) pairs (None: :data:`MIN_COVERAGE`; 0: accept any).
 
     Returns:
         (COCO results list validated against ``split``, report dict with ``num_read``,
         ``num_kept``, ``unmatched_images`` {ref: count}, ``unmatched_classes``, ``malformed``,
-        ``images_without_detections``).
+        and :func:`coverage`'s keys, ``images_without_detections`` among them).
 
     Raises:
-        DetectionImportError: a mismatch (without ``drop_unmatched``) or an unreadable file.
+        DetectionImportError: a mismatch (without ``drop_unmatched``), an unreadable file, or
+            a coverage below ``min_coverage``.
     """
+    min_coverage = MIN_COVERAGE if min_coverage is None else float(min_coverage)
+    if not 0.0 <= min_coverage <= 1.0:
+        raise DetectionImportError(f"--min-coverage {min_coverage}: want a share in [0, 1]")
     path = Path(path)
     fmt = format or guess_format(path)
     if fmt not in FORMATS:
@@ -290,7 +306,6 @@ def import_detections(
     else:
         dets, n = _read_pkl(path, m, split, allow_pickle)
     report = m.report(fmt, str(path), n, len(dets))
-    report["images_without_detections"] = len(m.ids - {d["image_id"] for d in dets})
     problems = []
     if m.bad_images:
         ex = ", ".join(f"{k!r} x{v}" for k, v in list(m.bad_images.items())[:10])
@@ -317,4 +332,49 @@ def import_detections(
         dets = validate_detections(dets, split, where=str(path))
     except ContractError as e:
         raise DetectionImportError(str(e)) from e
+    report.update(coverage(dets, split), min_coverage=min_coverage)
+    _check_coverage(path, report, min_coverage)
     return dets, report
+
+
+def coverage(dets: list[dict], split: Mapping) -> dict:
+    """How much of ``split`` the detections cover.
+
+    Returns:
+        ``coverage``: share of the split's labelled (image, class) pairs with a detection of
+        that class (1.0 for a split without labels); ``labelled_pairs``, ``covered_pairs``;
+        ``classes_without_detections``: names of the split's classes with no detection at all;
+        ``images_without_detections``: how many of the split's images have none.
+    """
+    labelled = {(int(im["id"]), int(c)) for im in split["images"] for c in im.get("labels", [])}
+    detected = {(int(d["image_id"]), int(d["category_id"])) for d in dets}
+    covered = len(labelled & detected)
+    cats = sorted(split["categories"], key=lambda c: c["id"])
+    with_dets = {c for _, c in detected}
+    return {
+        "coverage": covered / len(labelled) if labelled else 1.0,
+        "labelled_pairs": len(labelled),
+        "covered_pairs": covered,
+        "classes_without_detections": [str(c["name"]) for c in cats if c["id"] not in with_dets],
+        "images_without_detections": len(
+            {int(im["id"]) for im in split["images"]} - {i for i, _ in detected}
+        ),
+    }
+
+
+def _check_coverage(path: Path, report: dict, min_coverage: float) -> None:
+    """Print the import's gaps to stderr; raise when its coverage is below ``min_coverage``."""
+    missing = report["classes_without_detections"]
+    gaps = (
+        f"{report['covered_pairs']} of the split's {report['labelled_pairs']} labelled "
+        f"(image, class) pairs have a detection ({report['coverage']:.1%}); "
+        f"{len(missing)} classes without any detection {missing}; "
+        f"{report['images_without_detections']} images without any detection"
+    )
+    if report["coverage"] < min_coverage:
+        raise DetectionImportError(
+            f"{path}: {gaps}; below --min-coverage {min_coverage:g}: give the missing classes' "
+            "detections, or lower --min-coverage (0 accepts any import)"
+        )
+    if missing or report["images_without_detections"] or report["coverage"] < 1.0:
+        print(f"{path}: {gaps}", file=sys.stderr)

@@ -1,6 +1,8 @@
 """Carry each pseudo box's ``weight`` from the json to ``gt_instances.weights``.
 
-``WSODPseudoCocoDataset`` keeps ``weight`` per instance (default 1.0), ``WSODLoadBoxWeights``
+``WSODPseudoCocoDataset`` keeps each box's weight per instance (:func:`wsod.contracts.box_weight`:
+its ``weight``, else its ``score``, else 1.0; the strong stage writes ``weight`` on every box),
+``WSODLoadBoxWeights``
 (right after ``LoadAnnotations``) puts them in ``results['gt_box_weights']`` aligned with
 ``gt_bboxes``, and ``WSODPackDetInputs`` packs them as ``gt_instances.weights``. Transforms
 that drop boxes (``RandomCrop``, ``FilterAnnotations``) do not know this key: put no such
@@ -15,10 +17,13 @@ from mmdet.datasets import CocoDataset
 from mmdet.datasets.transforms import PackDetInputs
 from mmdet.registry import DATASETS, TRANSFORMS
 
+from wsod.contracts import box_weight
+
 
 @DATASETS.register_module()
 class WSODPseudoCocoDataset(CocoDataset):
-    """``CocoDataset`` whose instances keep the annotation's ``weight`` (else 1.0)."""
+    """``CocoDataset`` whose instances keep the annotation's weight
+    (:func:`wsod.contracts.box_weight`)."""
 
     def parse_data_info(self, raw_data_info: dict) -> dict:
         info = super().parse_data_info(raw_data_info)
@@ -28,7 +33,7 @@ class WSODPseudoCocoDataset(CocoDataset):
         if len(kept) != len(info["instances"]):
             raise RuntimeError("WSODPseudoCocoDataset: instance/annotation mismatch")
         for inst, ann in zip(info["instances"], kept, strict=True):
-            inst["weight"] = float(ann.get("weight", 1.0))
+            inst["weight"] = box_weight(ann)
         return info
 
     def _kept(self, ann: dict, raw: dict) -> bool:
@@ -52,7 +57,7 @@ class WSODLoadBoxWeights(BaseTransform):
     """``results['gt_box_weights']``: float32 (N,) weights aligned with ``gt_bboxes``."""
 
     def transform(self, results: dict) -> dict:
-        weights = [float(inst.get("weight", 1.0)) for inst in results.get("instances", [])]
+        weights = [box_weight(inst) for inst in results.get("instances", [])]
         results["gt_box_weights"] = np.asarray(weights, dtype=np.float32)
         return results
 
