@@ -64,23 +64,6 @@ Import formats: coco (results json), voc_txt (folder/glob of comp4_det_<split>_<
 fails unless --drop-unmatched.
 """
 
-_NAMES = (
-    "train_split",
-    "train_proposals",
-    "infer",
-    "cfg_options",
-    "resume",
-    "seed",
-    "import_file",
-    "import_format",
-    "allow_pickle",
-    "max_iters",
-    "split",
-    "out",
-    "drop_unmatched",
-    "launcher",
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
@@ -155,7 +138,8 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.import_file and (not args.config or not args.work_dir):
         raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
-    kwargs = training_kwargs(args, _NAMES, parse_infer)
+    passed = ("config", "work_dir", "no_infer")  # no_infer: handled here
+    kwargs = training_kwargs(args, add_arguments, passed, parse_infer)
     if getattr(args, "no_infer", False):
         if kwargs.get("infer"):
             raise ValueError("--no-infer and --infer contradict each other; give one")
