@@ -28,14 +28,10 @@ import difflib
 import os
 from pathlib import Path
 
-# values a pipeline holds beside the stage sections (one per option of `wsod <stage>`)
-VALUES = {
-    "run_name": "the run's name (informational)",
-    "fsd": "1: also train the fully supervised reference (make FSD=1)",
-    "fsd_config": "the reference's config (default: strong's config)",
-    "rounds": "self-training rounds after the first strong detector (make ROUNDS=N)",
-    "rescore_by_black_box": "0, 1 or 'image': also evaluate strong/fsd rescored by the black box",
-}
+# what a pipeline holds beside its stage sections (one dict of `wsod <stage>` options each):
+# the run's name, the fully supervised reference (fsd = 0/1) and its config (default: strong's),
+# self-training rounds, and rescore_by_black_box (0, 1 or 'image')
+VALUES = ("run_name", "fsd", "fsd_config", "rounds", "rescore_by_black_box")
 MAX_ROUNDS = 9  # the Makefile's round ids are 1..9
 
 
