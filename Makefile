@@ -20,30 +20,45 @@ PIPELINE ?= pipelines/demo.py
 RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
-# Seven pipeline values, read in one call with the venv's python (empty before `make setup`).
-# The same call writes $(RUN)/.pipeline/<stage>.json, rewritten only when that stage's section
-# changes: stage rules depend on their stamp, so editing the strong settings does not rerun
-# proposals.
+# The pipeline's values as make variables (PIPE_*, booleans 0/1): `python -m wsod.pipeline`
+# writes them to $(RUN)/.pipeline/vars.mk, which is included below, together with one stamp per
+# stage section, $(RUN)/.pipeline/<stage>.json; each file is rewritten only when its content
+# changes. Make regenerates vars.mk when a file it was read from changes (PIPE_SOURCES: the
+# pipeline, its _base_ files, the weak config) or PIPELINE names another file. Stage rules depend
+# on their stamp, so editing the strong settings does not rerun proposals. Targets that need no
+# pipeline (help, setup, test, ...) and a checkout without `make setup` do not read it.
 STAMPS := $(RUN)/.pipeline
-PIPE_VALUES := $(if $(wildcard $(PY)),$(shell $(PY) -m wsod.pipeline $(PIPELINE) \
-    --stamps $(STAMPS) weak.config=- strong.config=- fsd=0 rounds=0 fsd_config=- \
-    rescore_by_black_box=0 weak.train_reads_proposals=1 2>/dev/null))
-WEAK_CONFIG := $(filter-out -,$(word 1,$(PIPE_VALUES)))
-STRONG_CONFIG := $(filter-out -,$(word 2,$(PIPE_VALUES)))
+VARS_MK := $(STAMPS)/vars.mk
+NO_PIPELINE_GOALS := help setup test lint format bench voc07 clean demo
+ifneq ($(wildcard $(VENV)/.installed),)
+ifneq ($(filter-out $(NO_PIPELINE_GOALS),$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),)
+include $(VARS_MK)
+endif
+endif
+$(VARS_MK): $(PIPELINE) $(PIPE_SOURCES) $(if $(filter-out $(PIPELINE),$(PIPE_FILE)),FORCE)
+	$(PY) -m wsod.pipeline $(PIPELINE) --stamps $(STAMPS) --vars-mk $@
+# a stamp deleted by hand comes back (the same call rewrites only missing or changed stamps)
+$(STAMPS)/%.json:
+	$(PY) -m wsod.pipeline $(PIPELINE) --stamps $(STAMPS)
+FORCE:
+
+WEAK_CONFIG := $(PIPE_WEAK_CONFIG)
+STRONG_CONFIG := $(PIPE_STRONG_CONFIG)
 # 1 = also train the fully supervised reference (uses ground-truth boxes; an upper bound).
-FSD ?= $(word 3,$(PIPE_VALUES))
+FSD ?= $(PIPE_FSD)
+FSD_ON := $(filter 1 True true,$(FSD))
 # The reference's config: the pipeline's fsd_config when given (a strong config whose extra
 # settings only act on pseudo labels, e.g. ignore regions, need not retrain it), else strong's.
-FSD_CONFIG := $(or $(filter-out -,$(word 5,$(PIPE_VALUES))),$(STRONG_CONFIG))
+FSD_CONFIG := $(PIPE_FSD_CONFIG)
 # Self-training rounds after the first strong detector: round r re-labels train with the
 # detector of round r-1, de-noises its boxes again and trains the next detector.
-ROUNDS ?= $(or $(word 4,$(PIPE_VALUES)),0)
+ROUNDS ?= $(or $(PIPE_ROUNDS),0)
 ROUND_IDS := $(wordlist 1,$(ROUNDS),1 2 3 4 5 6 7 8 9)
 # Also evaluate the strong (and fsd) detections rescored by the black box's image-level
 # confidence (`wsod rescore`): the pipeline's rescore_by_black_box. 1 = its highest detection
 # score of the class in the image (any black box); image = a CAM black box's class probability
-# (whole-image proposal, score_mode=image: no proposals at test time); 0 = off.
-RESCORE ?= $(or $(word 6,$(PIPE_VALUES)),0)
+# (whole-image proposal, PIPE_IMAGE_SCORES_CFG_OPTIONS: no proposals at test time); 0 = off.
+RESCORE ?= $(or $(PIPE_RESCORE),0)
 RESCORE_ON := $(filter 1 True true image,$(RESCORE))
 BLACK_BOX_SCORES = $(if $(filter image,$(RESCORE)),$(WEAK)/val_image_scores.json,$(WEAK)/val_dets.json)
 PYTEST_ARGS ?=
@@ -64,7 +79,7 @@ EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup test lint format bench demo all data proposals weak denoise strong fsd \
-        rescore evaluate report ablate voc07 clean rounds
+        rescore evaluate report ablate voc07 clean rounds FORCE
 
 help:  ## list the targets
 	@echo "wsod — weakly supervised object detection. Usage: make <target> [PIPELINE=...] [RUN=...]"
@@ -131,7 +146,7 @@ $(PROPS)/%.pkl: $(DATA)/%.json $(STAMPS)/proposals.json
 
 # Training and detection are two rules: a weak config that trains on whole images (the CAM:
 # train_reads_proposals = False) trains while the proposals are computed (`make -j2`).
-WEAK_TRAIN_PROPS := $(if $(filter 0,$(word 7,$(PIPE_VALUES))),,$(PROPS)/train.pkl)
+WEAK_TRAIN_PROPS := $(if $(filter 0,$(PIPE_WEAK_TRAIN_READS_PROPOSALS)),,$(PROPS)/train.pkl)
 weak: $(WEAK)/train_dets.json $(WEAK)/val_dets.json  ## train the black box, detect on train + val
 $(WEAK)/weak_model.json: $(DATA)/train.json $(WEAK_TRAIN_PROPS) $(WEAK_CONFIG) $(STAMPS)/weak.json
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) --no-infer \
@@ -179,7 +194,7 @@ $(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json 
 endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
 rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)
-rescore: $(RESCORED)/strong_val_dets.json $(if $(filter 1 True true,$(FSD)),$(RESCORED)/fsd_val_dets.json)  ## strong (+ fsd) val scores x the black box's confidence in the class
+rescore: $(RESCORED)/strong_val_dets.json $(if $(FSD_ON),$(RESCORED)/fsd_val_dets.json)  ## strong (+ fsd) val scores x the black box's confidence in the class
 $(RESCORED)/strong_val_dets.json: $(STRONG)/val_dets.json $(BLACK_BOX_SCORES) $(DATA)/val.json \
 		$(STAMPS)/rescore_by_black_box.json
 	$(WSOD) rescore --detections $< --black-box $(BLACK_BOX_SCORES) --split $(DATA)/val.json \
@@ -197,19 +212,19 @@ $(PROPS)/val_whole.pkl: $(DATA)/val.json
 $(WEAK)/val_image_scores.json: $(WEAK)/weak_model.json $(PROPS)/val_whole.pkl $(DATA)/val.json \
 		| $(DENOISE)/pseudo_train.json
 	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
-	    --cfg-options model.roi_head.score_mode=image model.roi_head.test_cfg.score_thr=0 \
+	    --cfg-options $(PIPE_IMAGE_SCORES_CFG_OPTIONS) \
 	    --infer $(DATA)/val.json:$(PROPS)/val_whole.pkl:$@
 RESCORED_DETS := $(if $(RESCORE_ON), \
                  strong_rescored=$(RESCORED)/strong_val_dets.json \
-                 $(if $(filter 1 True true,$(FSD)),fsd_rescored=$(RESCORED)/fsd_val_dets.json))
+                 $(if $(FSD_ON),fsd_rescored=$(RESCORED)/fsd_val_dets.json))
 EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
              $(foreach r,$(ROUND_IDS),strong_round$(r)=$(call strong_dir,$(r))/val_dets.json) \
-             $(if $(filter 1 True true,$(FSD)),fsd=$(FSDDIR)/val_dets.json) $(RESCORED_DETS)
+             $(if $(FSD_ON),fsd=$(FSDDIR)/val_dets.json) $(RESCORED_DETS)
 evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
 $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets.json \
 		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
 		$(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json) \
-		$(if $(filter 1 True true,$(FSD)),$(FSDDIR)/val_dets.json) \
+		$(if $(FSD_ON),$(FSDDIR)/val_dets.json) \
 		$(foreach d,$(RESCORED_DETS),$(lastword $(subst =, ,$(d))))
 	$(WSOD) evaluate --gt $(DATA)/val_gt.json --detections $(EVAL_DETS) --out $@ \
 	    --train-gt $(DATA)/train_gt.json --train-detections weak=$(WEAK)/train_dets.json \

@@ -96,3 +96,33 @@ def test_pipeline_cfg_options_merge_with_the_command_line(tmp_path, monkeypatch)
     assert seen["cfg_options"] == {"a.b": 1, "model.x": "cli", "c": 3}
     assert main(argv) == 0
     assert seen["cfg_options"] == {"a.b": 1, "model.x": "pipeline"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_option_is_declared_once_and_is_a_parameter_of_run(stage):
+    """Option names live in `add_arguments` only: every dest reaches `run` under its own name
+    (weak's --no-infer is read by `execute` itself)."""
+    import inspect
+
+    from wsod.commands import stage_options
+
+    run = importlib.import_module(f"wsod.stages.{stage}").run
+    params = inspect.signature(run).parameters
+    handled_by_execute = {"no_infer"} if stage == "weak" else set()
+    assert set(stage_options(stage)) - set(params) == handled_by_execute
+
+
+def test_every_option_given_reaches_run_under_its_name(tmp_path, monkeypatch):
+    import wsod.stages.proposals as proposals
+
+    seen = {}
+    monkeypatch.setattr(proposals, "run", lambda *a, **k: seen.update(k, args=a) or {})
+    argv = ["proposals", "--split", "s.json", "--out", "o.pkl", "--max-boxes", "5"]
+    assert main([*argv, "--method", "whole_image", "--allow-pickle", "--seed", "3"]) == 0
+    assert seen == {
+        "args": ("s.json", "o.pkl"),
+        "max_boxes": 5,
+        "method": "whole_image",
+        "allow_pickle": True,
+        "seed": 3,
+    }

@@ -139,3 +139,73 @@ def test_image_scores_wait_for_denoise(tmp_path):
     makefile = re.sub(r"\\\n\s*", " ", (REPO / "Makefile").read_text())  # join continued lines
     rule = re.search(r"^\$\(WEAK\)/val_image_scores\.json:(.*)$", makefile, re.M)
     assert rule and "| $(DENOISE)/pseudo_train.json" in rule.group(1)
+
+
+def _make(*args, check=True):
+    return subprocess.run(
+        ["make", *args], cwd=REPO, capture_output=True, text=True, check=check, timeout=300
+    )
+
+
+def test_pipeline_values_reach_make_as_a_generated_fragment(tmp_path):
+    """`$(RUN)/.pipeline/vars.mk` holds the pipeline's values by name; make regenerates it when
+    a file it was read from changes, here the pipeline's `_base_`."""
+    run = tmp_path / "run"
+    base = tmp_path / "base.py"
+    base.write_text(f"_base_ = ['{REPO}/pipelines/demo.py']\nfsd = 0\n")
+    child = tmp_path / "child.py"
+    child.write_text(f"_base_ = ['{base}']\nrounds = 1\n")
+    out = _make("-n", "all", f"RUN={run}", f"PIPELINE={child}").stdout
+    text = (run / ".pipeline" / "vars.mk").read_text()
+    assert "PIPE_FSD := 0\n" in text and "PIPE_ROUNDS := 1\n" in text
+    assert f"{run}/round1/" in out and "--fully-supervised-gt" not in out
+    base.write_text(f"_base_ = ['{REPO}/pipelines/demo.py']\nfsd = 1\n")
+    out = _make("-n", "all", f"RUN={run}", f"PIPELINE={child}").stdout
+    assert "PIPE_FSD := 1\n" in (run / ".pipeline" / "vars.mk").read_text()
+    assert "--fully-supervised-gt" in out
+    # another pipeline file in the same run folder: the fragment is regenerated for it
+    out = _make("-n", "all", f"RUN={run}", f"PIPELINE={base}").stdout
+    assert f"PIPE_FILE := {base}\n" in (run / ".pipeline" / "vars.mk").read_text()
+    assert "round1" not in out
+
+
+def test_editing_one_section_restamps_only_that_section(tmp_path):
+    run = tmp_path / "run"
+    pipe = tmp_path / "p.py"
+    pipe.write_text(f"_base_ = ['{REPO}/pipelines/demo.py']\nstrong = dict(seed=0)\n")
+    _make("-n", "all", f"RUN={run}", f"PIPELINE={pipe}")
+    stamps = run / ".pipeline"
+    before = {s.name: s.stat().st_mtime_ns for s in stamps.glob("*.json")}
+    assert {"data.json", "proposals.json", "weak.json", "strong.json"} <= set(before)
+    pipe.write_text(f"_base_ = ['{REPO}/pipelines/demo.py']\nstrong = dict(seed=1)\n")
+    _make("-n", "all", f"RUN={run}", f"PIPELINE={pipe}")
+    after = {s.name: s.stat().st_mtime_ns for s in stamps.glob("*.json")}
+    assert after["strong.json"] > before["strong.json"]
+    assert all(after[k] == before[k] for k in before if k != "strong.json")
+
+
+def test_a_pipeline_typo_stops_make_with_the_file_and_the_near_name(tmp_path):
+    """Before: `make all` ran the default de-noise chain (exit 0)."""
+    typo = tmp_path / "typo.py"
+    typo.write_text(
+        f"_base_ = ['{REPO}/pipelines/demo.py']\ndenoise = dict(strategy=[dict(type='top1')])\n"
+    )
+    done = _make("-n", "all", f"RUN={tmp_path}/run", f"PIPELINE={typo}", check=False)
+    assert done.returncode != 0
+    assert f"{typo}: denoise.strategy" in done.stderr and "'strategies'" in done.stderr
+    assert "-m wsod data" not in done.stdout
+    # targets that need no pipeline still work
+    assert "demo" in _make("help", f"RUN={tmp_path}/run", f"PIPELINE={typo}").stdout
+
+
+def test_image_rescoring_options_come_from_python(tmp_path):
+    """The CAM's image-score overrides live in wsod.stages.rescore, not in the Makefile."""
+    from wsod.stages.rescore import IMAGE_SCORES_CFG_OPTIONS
+
+    assert "score_mode" not in (REPO / "Makefile").read_text()
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={REPO}/pipelines/voc07_cpu.py"))
+    line = next(
+        ln for ln in out.splitlines() if "val_image_scores.json" in ln and "wsod weak" in ln
+    )
+    options = " ".join(f"{k}={v}" for k, v in IMAGE_SCORES_CFG_OPTIONS.items())
+    assert f"--cfg-options {options} --infer" in " ".join(line.split())

@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-STAGES = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
+from wsod.commands import STAGES
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

@@ -14,34 +14,99 @@ A pipeline names which configs and parameters each stage uses, one dict per stag
                               # 'image': by a CAM black box's class probabilities
 
 Keys of a stage's dict are the long option names of ``wsod <stage>`` (dashes as underscores).
+Loading is strict: a section or a stage key that does not exist is an error that names the file
+and the nearest known name, so a typo never runs the defaults.
+
+For the Makefile, ``python -m wsod.pipeline FILE --stamps DIR --vars-mk DIR/vars.mk`` writes the
+pipeline's values as a make fragment (:func:`make_values`) and one stamp per stage section
+(:func:`write_section_stamps`); each file is rewritten only when its content changes.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
+# what a pipeline holds beside its stage sections (one dict of `wsod <stage>` options each):
+# the run's name, the fully supervised reference (fsd = 0/1) and its config (default: strong's),
+# self-training rounds, and rescore_by_black_box (0, 1 or 'image')
+VALUES = ("run_name", "fsd", "fsd_config", "rounds", "rescore_by_black_box")
+MAX_ROUNDS = 9  # the Makefile's round ids are 1..9
+
+
+def _near(name: str, known) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, or an empty string."""
+    match = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
+    """Refuse what a pipeline file may not hold: unknown sections, stage sections that are not
+    dicts, and stage keys that are not options of ``wsod <stage>``.
+
+    Raises:
+        ValueError: naming ``path``, the wrong name and the nearest known one.
+    """
+    from wsod.commands import STAGES, stage_options
+
+    for key, section in pipeline.items():
+        if key in VALUES:
+            continue
+        if key not in STAGES:
+            raise ValueError(
+                f"{path}: unknown section '{key}'{_near(key, [*STAGES, *VALUES])}; a pipeline "
+                f"holds the stage sections {', '.join(STAGES)} and the values "
+                f"{', '.join(VALUES)}"
+            )
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            raise ValueError(
+                f"{path}: '{key}' must be a dict of `wsod {key}` options, not {section!r}"
+            )
+        options = stage_options(key)
+        for name in section:
+            if name not in options:
+                raise ValueError(
+                    f"{path}: {key}.{name} is not an option of `wsod {key}`"
+                    f"{_near(name, options)}; the options are {', '.join(options)} "
+                    f"(`wsod {key} --help`, dashes as underscores)"
+                )
+
 
 def load_pipeline(path: str | os.PathLike) -> dict:
+    """The pipeline file as a dict, checked by :func:`check_pipeline`."""
     from mmengine.config import Config
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such pipeline file (see pipelines/ for examples)")
-    return Config.fromfile(str(path)).to_dict()
+    pipeline = Config.fromfile(str(path)).to_dict()
+    check_pipeline(pipeline, path)
+    return pipeline
 
 
 def weak_trains_on_proposals(pipeline: dict) -> bool:
     """Whether the pipeline's weak config trains on proposals (its ``train_reads_proposals``,
     default True; False for the CAM head). Read without importing the model code."""
-    from mmengine.config import Config
-
+    cfg = _weak_config(pipeline)
+    if cfg is None:
+        return True
     from wsod.stages.weak import trains_on_proposals
+
+    return trains_on_proposals(cfg)
+
+
+def _weak_config(pipeline: dict):
+    """The weak section's config (mmengine ``Config``, custom modules not imported), or None
+    when the pipeline names none or the file is missing."""
+    from mmengine.config import Config
 
     config = (pipeline.get("weak") or {}).get("config")
     if not config or not Path(config).is_file():
-        return True
-    return trains_on_proposals(Config.fromfile(str(config), import_custom_modules=False))
+        return None
+    return Config.fromfile(str(config), import_custom_modules=False)
 
 
 # values computed from the pipeline rather than read from it
@@ -49,8 +114,8 @@ DERIVED = {"weak.train_reads_proposals": weak_trains_on_proposals}
 
 
 def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
-    """A dotted key of a pipeline file as text (for the Makefile), e.g. ``weak.config``; or a
-    value derived from it (:data:`DERIVED`, e.g. ``weak.train_reads_proposals``)."""
+    """A dotted key of a pipeline file as text, e.g. ``weak.config``; or a value derived from it
+    (:data:`DERIVED`, e.g. ``weak.train_reads_proposals``)."""
     if key in DERIVED:
         return str(int(DERIVED[key](load_pipeline(path))))
     node: object = load_pipeline(path)
@@ -59,6 +124,97 @@ def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
             return default
         node = node[part]
     return str(node)
+
+
+def _flag(path, key: str, value) -> str:
+    """A pipeline boolean (False/True, 0/1, None) as ``'0'`` or ``'1'``."""
+    if value is None or (isinstance(value, (bool, int)) and value in (0, 1)):
+        return str(int(bool(value)))
+    raise ValueError(f"{path}: {key} = {value!r}; want 0 or 1 (False or True)")
+
+
+def _rounds(path, value) -> str:
+    if value is None:
+        return "0"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ROUNDS:
+        raise ValueError(f"{path}: rounds = {value!r}; want a whole number from 0 to {MAX_ROUNDS}")
+    return str(value)
+
+
+def config_files(path: str | os.PathLike) -> list[str]:
+    """A config (or pipeline) file and every local ``_base_`` file it inherits, in read order.
+
+    Files of another package (``mmdet::...``) are left out: they change only with the package.
+    """
+    from mmengine.config import Config
+
+    files = [str(path)]
+    for base in Config._get_base_files(str(path)):
+        if "::" not in base:
+            files += config_files(os.path.normpath(Path(path).parent / base))
+    return files
+
+
+def make_values(path: str | os.PathLike) -> dict[str, str]:
+    """The pipeline's values for the Makefile, named and normalised (booleans ``0``/``1``,
+    absent configs empty), keyed by make variable name.
+
+    ``PIPE_SOURCES`` lists the files the values were read from (the pipeline, its ``_base_``
+    files, the weak config and its bases): the Makefile regenerates its fragment when one of
+    them changes.
+    """
+    from wsod.stages.rescore import IMAGE_SCORES_CFG_OPTIONS, black_box_mode
+
+    pipeline = load_pipeline(path)
+    weak = pipeline.get("weak") or {}
+    strong_config = (pipeline.get("strong") or {}).get("config") or ""
+    weak_cfg = _weak_config(pipeline)
+    rescore = black_box_mode(pipeline.get("rescore_by_black_box"), weak_cfg, where=path)
+    sources = config_files(path) + (config_files(weak["config"]) if weak_cfg else [])
+    return {
+        "PIPE_FILE": str(path),
+        "PIPE_SOURCES": " ".join(dict.fromkeys(sources)),
+        "PIPE_WEAK_CONFIG": weak.get("config") or "",
+        "PIPE_WEAK_TRAIN_READS_PROPOSALS": str(int(weak_trains_on_proposals(pipeline))),
+        "PIPE_STRONG_CONFIG": strong_config,
+        "PIPE_FSD": _flag(path, "fsd", pipeline.get("fsd")),
+        "PIPE_FSD_CONFIG": pipeline.get("fsd_config") or strong_config,
+        "PIPE_ROUNDS": _rounds(path, pipeline.get("rounds")),
+        "PIPE_RESCORE": rescore,
+        "PIPE_IMAGE_SCORES_CFG_OPTIONS": " ".join(
+            f"{k}={v}" for k, v in IMAGE_SCORES_CFG_OPTIONS.items()
+        ),
+    }
+
+
+def _write_if_changed(file: Path, text: str) -> bool:
+    """Write ``text`` to ``file`` (temp file + rename) unless it already holds it."""
+    if file.is_file() and file.read_text() == text:
+        return False
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_name(file.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(file)
+    return True
+
+
+def write_vars_mk(path: str | os.PathLike, out: str | os.PathLike) -> bool:
+    """Write :func:`make_values` as a make fragment ``out``, only where its content changed.
+
+    An unchanged fragment is touched instead, so that make sees it newer than its sources and
+    does not regenerate it on every call.
+
+    Returns:
+        Whether the content changed.
+    """
+    values = make_values(path)
+    lines = [f"# pipeline values of {path}: written by `python -m wsod.pipeline`; do not edit"]
+    lines += [f"{name} := {value}" for name, value in values.items()]
+    out = Path(out)
+    changed = _write_if_changed(out, "\n".join(lines) + "\n")
+    if not changed:
+        out.touch()
+    return changed
 
 
 STAMPED_SECTIONS = (
@@ -93,23 +249,47 @@ def write_section_stamps(path: str | os.PathLike, out_dir: str | os.PathLike) ->
     for name in STAMPED_SECTIONS:
         text = json.dumps(pipeline.get(name), sort_keys=True, indent=1, default=str) + "\n"
         stamp = out / f"{name}.json"
-        if not stamp.is_file() or stamp.read_text() != text:
-            tmp = stamp.with_suffix(".json.tmp")
-            tmp.write_text(text)
-            tmp.replace(stamp)
+        if _write_if_changed(stamp, text):
             written.append(stamp)
     return written
 
 
-if __name__ == "__main__":  # python -m wsod.pipeline FILE [--stamps DIR] KEY=DEFAULT ...
+USAGE = (
+    "usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] [--vars-mk FILE] "
+    "[DOTTED.KEY=DEFAULT ...]"
+)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m wsod.pipeline FILE [--stamps DIR] [--vars-mk FILE] [KEY=DEFAULT ...]``: write
+    the stamps and the make fragment, print the named values on one line."""
+    if not argv or argv[0].startswith("-"):
+        raise SystemExit(USAGE)
+    path, rest, keys = argv[0], list(argv[1:]), []
+    stamps = vars_mk = None
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("--stamps", "--vars-mk") and rest:
+            stamps, vars_mk = (rest.pop(0), vars_mk) if arg == "--stamps" else (stamps, rest.pop(0))
+        elif "=" in arg and not arg.startswith("-"):
+            keys.append(arg)
+        else:
+            raise SystemExit(USAGE)
+    if not (stamps or vars_mk or keys):
+        raise SystemExit(USAGE)
+    try:
+        if stamps:
+            write_section_stamps(path, stamps)
+        if vars_mk:
+            write_vars_mk(path, vars_mk)
+        if keys:
+            print(" ".join(get_value(path, *arg.split("=", 1)) for arg in keys))
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"wsod.pipeline: error: {e}") from None
+    return 0
+
+
+if __name__ == "__main__":
     import sys
 
-    args = sys.argv[1:]
-    if len(args) >= 3 and args[1] == "--stamps":
-        write_section_stamps(args[0], args[2])
-        args = [args[0], *args[3:]]
-    if len(args) < 2:
-        sys.exit(
-            "usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] DOTTED.KEY=DEFAULT ..."
-        )
-    print(" ".join(get_value(args[0], *arg.split("=", 1)) for arg in args[1:]))
+    sys.exit(main(sys.argv[1:]))

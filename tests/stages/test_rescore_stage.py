@@ -11,7 +11,13 @@ from wsod.cli import main
 from wsod.contracts import detections_by_image
 from wsod.evaluation.gt import class_ids, gt_by_image
 from wsod.evaluation.voc import eval_voc
-from wsod.stages.rescore import image_confidence, rescore_detections, run
+from wsod.stages.rescore import (
+    IMAGE_SCORES_CFG_OPTIONS,
+    black_box_mode,
+    image_confidence,
+    rescore_detections,
+    run,
+)
 
 
 def _det(img, cat, score, box=(0.0, 0.0, 10.0, 10.0)):
@@ -27,6 +33,37 @@ def test_confidence_is_the_black_box_max_and_scores_multiply():
     assert [(d["image_id"], d["category_id"]) for d in out] == [(1, 3), (1, 5), (2, 3)]
     assert [d["score"] for d in out] == pytest.approx([0.35, 0.2, 0.1])
     assert out[0]["bbox"] == dets[0]["bbox"] and dets[0]["score"] == 0.5  # input untouched
+
+
+def test_black_box_mode_normalises_the_pipeline_value():
+    for value, mode in (
+        (None, "0"),
+        (False, "0"),
+        (0, "0"),
+        (True, "1"),
+        (1, "1"),
+        ("image", "image"),
+    ):
+        assert black_box_mode(value) == mode, value
+    for bad in (2, "yes", [1], 0.5):
+        with pytest.raises(
+            ValueError, match=r"p\.py: rescore_by_black_box = .*want 0, 1 or 'image'"
+        ):
+            black_box_mode(bad, where="p.py")
+
+
+def test_image_mode_needs_a_cam_black_box_whose_config_takes_the_overrides():
+    from mmengine.config import Config
+
+    repo = Path(__file__).resolve().parents[2]
+    cam = Config.fromfile(str(repo / "configs/cam/cam_mobilenetv2_demo.py"))
+    assert black_box_mode("image", cam) == "image"
+    cam.merge_from_dict(dict(IMAGE_SCORES_CFG_OPTIONS))  # the overrides fit the CAM head
+    assert cam.model.roi_head.score_mode == "image" and cam.model.roi_head.test_cfg.score_thr == 0
+    oicr = Config.fromfile(str(repo / "configs/oicr/oicr_mobilenetv2_demo.py"))
+    assert black_box_mode(1, oicr) == "1"
+    with pytest.raises(ValueError, match=r"p\.py: rescore_by_black_box = 'image' .* = 1"):
+        black_box_mode("image", oicr, where="p.py")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,9 @@
 ``execute(args)``, which unpacks the arguments into ``wsod.stages.<stage>.run``.
 
 Options default to ``None`` so that ``--pipeline`` can fill them; the real defaults are the
-keyword defaults of ``run``.
+keyword defaults of ``run``. An option's name is declared once, in ``add_arguments``:
+:func:`run_kwargs` passes every option given to ``run`` under its dest, and the pipeline file's
+stage keys are checked against the same dests (:func:`stage_options`).
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
 :func:`add_config_options`, :func:`add_launcher_option`, :func:`add_resume_option` and
@@ -12,12 +14,39 @@ The training commands (``weak``, ``strong``) share their mmengine options: see
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import functools
+import importlib
+from collections.abc import Callable, Collection
+
+STAGES = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
 
 
 def kwargs_of(args, *names: str) -> dict:
     """The named options that were given (not None), as keyword arguments for ``run``."""
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+@functools.cache
+def option_names(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tuple[str, ...]:
+    """The dests of the options that ``add_arguments`` declares, in declaration order."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return tuple(dict.fromkeys(action.dest for action in parser._actions))
+
+
+def stage_options(stage: str) -> tuple[str, ...]:
+    """The option dests of ``wsod <stage>`` (the keys its pipeline section may hold)."""
+    return option_names(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
+
+
+def run_kwargs(
+    args: argparse.Namespace,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    passed: Collection[str] = (),
+) -> dict:
+    """:func:`kwargs_of` over every option ``add_arguments`` declares, except those in
+    ``passed`` (given to ``run`` positionally, or used by ``execute`` itself)."""
+    return kwargs_of(args, *(n for n in option_names(add_arguments) if n not in passed))
 
 
 def add_config_options(parser: argparse.ArgumentParser, cfg_example: str) -> None:
@@ -71,11 +100,14 @@ def parse_cfg_options(opts) -> dict | None:
 
 
 def training_kwargs(
-    args: argparse.Namespace, names: Sequence[str], parse_infer: Callable[[list], list]
+    args: argparse.Namespace,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    passed: Collection[str],
+    parse_infer: Callable[[list], list],
 ) -> dict:
-    """:func:`kwargs_of` with ``infer`` parsed by ``parse_infer`` and ``cfg_options`` by
+    """:func:`run_kwargs` with ``infer`` parsed by ``parse_infer`` and ``cfg_options`` by
     :func:`parse_cfg_options` (when given)."""
-    kwargs = kwargs_of(args, *names)
+    kwargs = run_kwargs(args, add_arguments, passed)
     if "infer" in kwargs:
         kwargs["infer"] = parse_infer(kwargs["infer"])
     if "cfg_options" in kwargs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = (
     "turn a dataset on disk into <split>.json (image labels, no boxes) and <split>_gt.json "
@@ -96,9 +96,7 @@ def execute(args: argparse.Namespace) -> int:
     summary = run(
         args.source,
         args.out_dir,
-        **kwargs_of(
-            args, "format", "splits", "limit", "skip_bad", "seed", "num_images", "classes", "boxes"
-        ),
+        **run_kwargs(args, add_arguments, passed=("source", "out_dir")),
     )
     for name, s in summary.items():
         print(

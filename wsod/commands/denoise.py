@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = "De-noise black-box detections into pseudo labels (COCO instances json)."
 
@@ -68,13 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.denoise import run
 
-    for name in ("detections", "split", "out"):
+    required = ("detections", "split", "out")
+    for name in required:
         if getattr(args, name, None) is None:
             raise ValueError(f"--{name} is required (or give it in the pipeline's 'denoise')")
-    run(
-        args.detections,
-        args.split,
-        args.out,
-        **kwargs_of(args, "strategies", "quality_gt", "ablate", "min_score"),
-    )
+    run(args.detections, args.split, args.out, **run_kwargs(args, add_arguments, required))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = "score detectors (and pseudo labels) against the eval-only ground truth -> metrics.json"
 
@@ -63,24 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.evaluate import run
 
-    for opt in ("gt", "detections", "out"):
+    required = ("gt", "detections", "out")
+    for opt in required:
         if getattr(args, opt, None) is None:
             raise ValueError(f"--{opt} is required (or give it in the pipeline's 'evaluate' dict)")
-    result = run(
-        args.gt,
-        args.detections,
-        args.out,
-        **kwargs_of(
-            args,
-            "names",
-            "train_gt",
-            "train_detections",
-            "pseudo_labels",
-            "split_name",
-            "iou_thr",
-            "pr_points",
-        ),
-    )
+    result = run(args.gt, args.detections, args.out, **run_kwargs(args, add_arguments, required))
     for name, d in result["detectors"].items():
         coco = d.get("coco", {}).get("AP")
         print(f"{name}: mAP@0.5 11-point {d['mAP_11points']} area {d['mAP_area']} COCO AP {coco}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = "Compute, import or merge region proposals for a split (mmdet proposal_file + .npz)."
 
@@ -20,24 +20,6 @@ EXAMPLES = """examples:
   # import Fast R-CNN/OICR selective-search boxes (1-based y1,x1,y2,x2 .mat)
   wsod proposals --split work_dirs/voc07/data/train.json --out work_dirs/voc07/proposals/train.pkl --method import --import-file voc_2007_trainval.mat
 """
-
-_NAMES = (
-    "method",
-    "mode",
-    "max_boxes",
-    "min_size",
-    "workers",
-    "shard",
-    "cache_dir",
-    "import_file",
-    "import_layout",
-    "allow_pickle",
-    "edge_model",
-    "resize",
-    "seed",
-    "merge",
-    "data_root",
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +76,6 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.split or not args.out:
         raise ValueError("--split and --out are required (or give them in --pipeline)")
-    summary = run(args.split, args.out, **kwargs_of(args, *_NAMES))
+    summary = run(args.split, args.out, **run_kwargs(args, add_arguments, ("split", "out")))
     print(json.dumps(summary, default=str))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = "write report.md and a self-contained report.html (tables, PR curves, gallery)"
 
@@ -60,19 +60,7 @@ def execute(args: argparse.Namespace) -> int:
         if getattr(args, opt, None) is None:
             raise ValueError(f"{flag} is required (or give it in the pipeline's 'report' dict)")
     result = run(
-        args.metrics,
-        args.out_dir,
-        **kwargs_of(
-            args,
-            "gt",
-            "detections",
-            "pseudo_labels",
-            "gallery_images",
-            "title",
-            "seed",
-            "score_thr",
-            "run_dir",
-        ),
+        args.metrics, args.out_dir, **run_kwargs(args, add_arguments, ("metrics", "out_dir"))
     )
     print(
         f"wrote {result['html']} and {result['markdown']} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from wsod.commands import kwargs_of
+from wsod.commands import run_kwargs
 
 HELP = "multiply a detector's scores by the black box's confidence in the class for the image"
 
@@ -36,9 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.rescore import run
 
-    for opt in ("detections", "black_box", "out"):
+    required = ("detections", "black_box", "out")
+    for opt in required:
         if getattr(args, opt, None) is None:
             flag = "--" + opt.replace("_", "-")
             raise ValueError(f"{flag} is required (see `wsod rescore --help`)")
-    run(args.detections, args.black_box, args.out, **kwargs_of(args, "split"))
+    run(args.detections, args.black_box, args.out, **run_kwargs(args, add_arguments, required))
     return 0

@@ -43,17 +43,6 @@ EXAMPLES = """examples:
 +KEY=VALUE adds a key the config does not have.
 """
 
-_NAMES = (
-    "infer",
-    "cfg_options",
-    "resume",
-    "seed",
-    "max_iters",
-    "fully_supervised_gt",
-    "data_root",
-    "launcher",
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
@@ -101,7 +90,8 @@ def execute(args: argparse.Namespace) -> int:
         raise ValueError("--config and --work-dir are required (or give them in --pipeline)")
     if not args.pseudo_labels and not args.fully_supervised_gt:
         raise ValueError("give --pseudo-labels (or --fully-supervised-gt for the reference)")
-    kwargs = training_kwargs(args, _NAMES, parse_infer)
+    passed = ("config", "pseudo_labels", "work_dir")
+    kwargs = training_kwargs(args, add_arguments, passed, parse_infer)
     summary = run(args.config, args.pseudo_labels, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

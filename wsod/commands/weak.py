@@ -74,24 +74,6 @@ counting the images without one.
 +KEY=VALUE adds a key the config does not have (e.g. +model.test_cfg.flip=True).
 """
 
-_NAMES = (
-    "train_split",
-    "train_proposals",
-    "infer",
-    "cfg_options",
-    "resume",
-    "seed",
-    "import_file",
-    "import_format",
-    "allow_pickle",
-    "max_iters",
-    "split",
-    "out",
-    "drop_unmatched",
-    "min_coverage",
-    "launcher",
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
@@ -170,7 +152,8 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.import_file and (not args.config or not args.work_dir):
         raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
-    kwargs = training_kwargs(args, _NAMES, parse_infer)
+    passed = ("config", "work_dir", "no_infer")  # no_infer: handled here
+    kwargs = training_kwargs(args, add_arguments, passed, parse_infer)
     if getattr(args, "no_infer", False):
         if kwargs.get("infer"):
             raise ValueError("--no-infer and --infer contradict each other; give one")

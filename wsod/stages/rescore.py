@@ -10,6 +10,11 @@ classes far more often (docs/results.md, "errors").
 
 The rescored detector is the pair (retrained detector, black box): on new images both must
 run. Training stages are untouched; no ground truth is read.
+
+A pipeline's ``rescore_by_black_box`` picks where ``m`` comes from (:func:`black_box_mode`):
+``1`` the black box's detections; ``image`` a CAM black box read as an image classifier, its
+detections on one whole-image proposal per image with :data:`IMAGE_SCORES_CFG_OPTIONS` (no
+proposals needed at test time); ``0`` no rescoring.
 """
 
 from __future__ import annotations
@@ -23,6 +28,49 @@ from wsod.contracts import load_detections, load_split
 from wsod.utils.io import write_json_artifact
 
 STAGE = "rescore"
+
+# The CAM black box as an image classifier: each whole-image box is scored by the class
+# probability alone (score_mode='image'), and no class is thresholded away (score_thr=0), so
+# every (image, class) pair gets its confidence. Given to `wsod weak --cfg-options`.
+IMAGE_SCORES_CFG_OPTIONS = {
+    "model.roi_head.score_mode": "image",
+    "model.roi_head.test_cfg.score_thr": 0,
+}
+BLACK_BOX_MODES = ("0", "1", "image")
+
+
+def black_box_mode(value, weak_cfg=None, *, where: object = "pipeline") -> str:
+    """A pipeline's ``rescore_by_black_box`` normalised: ``'0'`` (off; also None/False), ``'1'``
+    (the black box's detections; also True) or ``'image'`` (a CAM's class probabilities).
+
+    Args:
+        value: the pipeline's value.
+        weak_cfg: the weak config (mmengine ``Config``) when known: ``'image'`` needs a head
+            with a ``score_mode`` (the CAM head).
+        where: the pipeline file, named in errors.
+
+    Raises:
+        ValueError: for any other value, or ``'image'`` with a weak head that is not a CAM.
+    """
+    if isinstance(value, str):
+        mode = value.lower()
+    elif value is None or value in (0, 1):  # False and True too
+        mode = str(int(bool(value)))
+    else:
+        mode = repr(value)
+    if mode not in BLACK_BOX_MODES:
+        raise ValueError(
+            f"{where}: rescore_by_black_box = {value!r}; want 0, 1 or 'image' "
+            "(0 off, 1 the black box's detections, 'image' a CAM's class probabilities)"
+        )
+    head = ((weak_cfg or {}).get("model") or {}).get("roi_head") or {}
+    if mode == "image" and weak_cfg is not None and "score_mode" not in head:
+        raise ValueError(
+            f"{where}: rescore_by_black_box = 'image' reads a CAM black box's class "
+            f"probabilities, but the weak config's head ({head.get('type')}) has no score_mode; "
+            "use rescore_by_black_box = 1 (the black box's detections)"
+        )
+    return mode
 
 
 def image_confidence(dets: Iterable[Mapping]) -> dict[tuple[int, int], float]:
