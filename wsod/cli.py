@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 STAGES = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
+STAGES += ("predict",)  # the trained detector on new images (after the pipeline)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
