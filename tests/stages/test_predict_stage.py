@@ -113,23 +113,52 @@ def test_predict_matches_the_strong_stage_and_draws(trained, tmp_path, capsys):
         assert np.abs(drawn - original).mean() > 1.0  # boxes and labels were drawn on it
 
 
-def test_rescored_by_a_cam_black_box_equals_wsod_rescore(trained, voc3, tmp_path):
+@pytest.fixture(scope="module")
+def cam_black_box(voc3, tmp_path_factory):
+    """A CAM black box trained 1 iteration on the same 3 images (the weak stage's work dir)."""
+    from wsod.stages import weak
+
+    work = tmp_path_factory.mktemp("predict_weak") / "weak"
+    weak.run(CAM_CONFIG, work, train_split=voc3["split"], cfg_options=CAM_FAST, max_iters=1)
+    return work
+
+
+@pytest.mark.parametrize(
+    "mode, proposal_settings",
+    [
+        ("image", {}),  # the CAM as an image classifier: one whole-image box per image
+        ("detections", {"method": "selective_search", "max_boxes": 50, "resize": 200}),
+    ],
+)
+def test_rescored_by_the_black_box_equals_wsod_rescore(
+    mode, proposal_settings, trained, voc3, cam_black_box, tmp_path
+):
     """Rescoring on new images runs the black box on them: the result equals rescoring the
-    strong stage's detections by the weak stage's own image scores on the same images."""
+    strong stage's detections by the weak stage's own output on the same images (for
+    ``detections``: on proposals computed with the same settings)."""
     from wsod.stages import proposals, rescore, weak
     from wsod.stages.predict import run
 
-    weak_dir = tmp_path / "weak"
-    weak.run(CAM_CONFIG, weak_dir, train_split=voc3["split"], cfg_options=CAM_FAST, max_iters=1)
-    whole = tmp_path / "whole.pkl"
-    proposals.run(voc3["split"], whole, method="whole_image")
-    image_mode = {**CAM_FAST, "model.roi_head.score_mode": "image"}
-    image_mode["model.roi_head.test_cfg.score_thr"] = 0
-    scores = tmp_path / "image_scores.json"
-    weak.run(CAM_CONFIG, weak_dir, infer=[(voc3["split"], whole, scores)], cfg_options=image_mode)
-    expected = rescore.rescore_detections(
-        trained["dets"], rescore.image_confidence(contracts.load_detections(scores))
-    )
+    # the same images as a split whose keys (file names) are predict's: selective search seeds
+    # its ranking from each image's key
+    ref = read_json(voc3["split"])
+    ref["info"]["data_root"] = str(trained["files"][0].parent)
+    for im in ref["images"]:
+        im["file_name"] = Path(im["file_name"]).name
+    ref_split = tmp_path / "ref_split.json"
+    write_json(ref_split, ref)
+    props = tmp_path / "props.pkl"
+    options = dict(CAM_FAST)
+    if mode == "image":
+        proposals.run(ref_split, props, method="whole_image")
+        options.update({"model.roi_head.score_mode": "image"})
+        options["model.roi_head.test_cfg.score_thr"] = 0
+    else:
+        proposals.run(ref_split, props, **proposal_settings)
+    black_box = tmp_path / "black_box.json"
+    weak.run(CAM_CONFIG, cam_black_box, infer=[(ref_split, props, black_box)], cfg_options=options)
+    confidence = rescore.image_confidence(contracts.load_detections(black_box))
+    expected = rescore.rescore_detections(trained["dets"], confidence)
 
     out = tmp_path / "pred"
     res = run(
@@ -137,20 +166,24 @@ def test_rescored_by_a_cam_black_box_equals_wsod_rescore(trained, voc3, tmp_path
         out,
         strong_dir=trained["work"],
         device="cpu",
-        rescore="image",
-        weak_dir=weak_dir,
+        rescore=mode,
+        weak_dir=cam_black_box,
         weak_config=CAM_CONFIG,
         weak_cfg_options=CAM_FAST,
+        proposals={**proposal_settings, "workers": 1, "split": "ignored", "out": "ignored"},
     )
     split = contracts.load_split(out / "images.json")
     dets = contracts.load_detections(out / "detections.json", split)
-    assert res["rescored"] == "image" and len(dets) == len(expected)
-    _assert_same(_by_file(dets, split["images"]), _by_file(expected, trained["split"]["images"]))
+    assert res["rescored"] == mode and 0 < len(dets) == len(expected)
+    images = trained["split"]["images"]
+    _assert_same(_by_file(dets, split["images"]), _by_file(expected, images))
     plain = contracts.load_detections(out / "strong_dets.json", split)
+    _assert_same(_by_file(plain, split["images"]), _by_file(trained["dets"], images))
+    bb = contracts.load_detections(out / "black_box_dets.json", split)
     _assert_same(
-        _by_file(plain, split["images"]), _by_file(trained["dets"], trained["split"]["images"])
+        _by_file(bb, split["images"]), _by_file(contracts.load_detections(black_box), images)
     )
-    assert read_json(out / "detections.json.meta.json")["rescore"] == "image"
+    assert read_json(out / "detections.json.meta.json")["rescore"] == mode
 
 
 def test_collect_images_folder_glob_list(tmp_path):

@@ -293,39 +293,33 @@ def run(
         PredictError: bad inputs (the message names the file and the fix).
     """
     started = time.time()
-    if rescore is not None and rescore not in RESCORE_MODES:
-        raise PredictError(f"rescore={rescore!r}: want one of {RESCORE_MODES} or None")
-    if rescore is not None and (weak_dir is None or weak_config is None):
-        raise PredictError("rescoring runs the black box: give weak_dir and weak_config")
+    _check_rescore(rescore, weak_dir, weak_config)
     paths = collect_images(images)
     strong = find_strong_model(strong_dir)
     out_dir = Path(out_dir)
     root = Path(os.path.commonpath([str(p.parent) for p in paths]))
     model, pipeline = load_detector(strong, _device(device))
-    classes = list(model.dataset_meta["classes"])
     imgs, dets, skipped = detect_images(model, pipeline, paths, root)
     if not imgs:
         raise PredictError(f"none of the {len(paths)} images could be read (e.g. {skipped[0]})")
-    split = images_split(imgs, classes, root, images)
+    split = images_split(imgs, model.dataset_meta["classes"], root, images)
     meta = {
         "stage": STAGE,
         "config": {"config": strong["config"], "checkpoint": strong["checkpoint"]},
         "started": started,
-        "extra": {"skipped": skipped, "classes": classes, "rescore": rescore},
+        "extra": {"skipped": skipped, "rescore": rescore, "classes": model.dataset_meta["classes"]},
     }
     split_file = out_dir / "images.json"
     write_json_artifact(split_file, contracts.validate_split(split, str(split_file)), **meta)
     inputs = [split_file, strong["checkpoint"], strong["config"]]
-    out = out_dir / "detections.json"
-    if rescore is not None:
+    if rescore is not None:  # the detector's own scores stay beside the rescored ones
         write_json_artifact(out_dir / "strong_dets.json", dets, inputs=inputs, **meta)
-        dets = _rescore(
-            split_file, dets, out_dir, rescore, weak_dir, weak_config, weak_cfg_options, proposals
-        )
+        black_box = {"config": weak_config, "cfg_options": weak_cfg_options, "proposals": proposals}
+        dets = _rescore(split_file, dets, out_dir, rescore, weak_dir, **black_box)
         inputs.append(out_dir / "black_box_dets.json")
-    write_json_artifact(
-        out, contracts.validate_detections(dets, split, str(out)), inputs=inputs, **meta
-    )
+    out = out_dir / "detections.json"
+    dets = contracts.validate_detections(dets, split, str(out))
+    write_json_artifact(out, dets, inputs=inputs, **meta)
     vis = draw_detections(split, dets, out_dir / "vis", draw_thr=draw_thr)
     print(
         f"wsod predict: {len(dets)} detections on {len(imgs)} images -> {out}; drawn: "
@@ -342,8 +336,19 @@ def run(
     }
 
 
-def _rescore(split_file, dets, out_dir, mode, weak_dir, weak_config, cfg_options, proposals):
-    """Run the black box on the images of ``split_file`` and rescore ``dets`` by it."""
+def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
+    if rescore is not None and rescore not in RESCORE_MODES:
+        raise PredictError(f"rescore={rescore!r}: want one of {RESCORE_MODES} or None")
+    if rescore is not None and (weak_dir is None or weak_config is None):
+        raise PredictError(
+            "rescoring runs the black box on the new images: give weak_dir (--weak-dir) and "
+            "weak_config (--weak-config, or --pipeline)"
+        )
+
+
+def _rescore(split_file, dets, out_dir, mode, weak_dir, *, config, cfg_options, proposals):
+    """Run the black box (the weak stage's model) on the images of ``split_file`` and rescore
+    ``dets`` by its confidence in each class for each image (:mod:`wsod.stages.rescore`)."""
     from wsod.stages import proposals as proposals_stage
     from wsod.stages import weak as weak_stage
     from wsod.stages.rescore import image_confidence, rescore_detections
@@ -356,13 +361,12 @@ def _rescore(split_file, dets, out_dir, mode, weak_dir, weak_config, cfg_options
             {"model.roi_head.score_mode": "image", "model.roi_head.test_cfg.score_thr": 0}
         )
     else:
-        names = inspect.signature(proposals_stage.run).parameters
+        names = set(inspect.signature(proposals_stage.run).parameters) - {"split", "out"}
         settings = {k: v for k, v in (proposals or {}).items() if k in names}
-        settings.pop("split", None), settings.pop("out", None)
         proposals_stage.run(split_file, props, **settings)
     bb_out = out_dir / "black_box_dets.json"
     weak_stage.run(
-        weak_config, weak_dir, infer=[(split_file, props, bb_out)], cfg_options=options or None
+        config, weak_dir, infer=[(split_file, props, bb_out)], cfg_options=options or None
     )
     black_box = contracts.load_detections(bb_out, contracts.load_split(split_file))
     return rescore_detections(dets, image_confidence(black_box))
