@@ -9,8 +9,8 @@ Inputs:
     final checkpoint and its resolved config ``strong_config.py``. Both are plain mmdet files:
     mmdet's own ``init_detector(config, checkpoint)``, ``DetInferencer`` and ``tools/test.py``
     load them too (the config brings wsod's modules in through ``custom_imports``). Detection is
-    mmdet's ``init_detector`` + its test pipeline + ``model.test_step``, as
-    ``inference_detector`` does, one image at a time.
+    mmdet's ``init_detector`` + ``inference_detector`` (the config's test pipeline), one image
+    at a time, on the image as mmdet's ``LoadImageFromFile`` reads it.
     ``rescore``: optional, as the pipeline's ``rescore_by_black_box``: the black box (the weak
     stage's trained model, ``weak_dir`` + ``weak_config``) is run on the same new images and
     each detection's score is multiplied by the black box's confidence in the class for the
@@ -177,7 +177,7 @@ def detect_images(
         COCO results (best first per image, at most ``max_per_image``; label ``i`` -> category
         ``i + 1``), and the paths that could not be read.
     """
-    import torch
+    from mmdet.apis import inference_detector
 
     images, dets, skipped = [], [], []
     for path in progress(paths, desc="predict", unit="img"):
@@ -187,12 +187,7 @@ def detect_images(
             skipped.append(str(path))
             continue
         image_id = len(images) + 1
-        data = pipeline({"img": img, "img_id": image_id})
-        with torch.no_grad():
-            pred = model.test_step(
-                {"inputs": [data["inputs"]], "data_samples": [data["data_samples"]]}
-            )
-        inst = pred[0].pred_instances
+        inst = inference_detector(model, img, test_pipeline=pipeline).pred_instances
         scores = inst.scores.detach().cpu().numpy().astype(np.float64)
         order = np.argsort(-scores, kind="stable")[:max_per_image]
         boxes = inst.bboxes.detach().cpu().numpy().astype(np.float64)[order]
