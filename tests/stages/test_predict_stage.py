@@ -218,6 +218,17 @@ def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_
     moved = tmp_path / "moved"
     shutil.copytree(trained["work"], moved, ignore=shutil.ignore_patterns("2*", "stale"))
     found = find_strong_model(moved)  # a moved work dir still finds its own files
+    with pytest.raises(PredictError, match=r"weak_model.json: no trained black box.*--no-rescore"):
+        run(
+            trained["files"],
+            tmp_path / "o",
+            strong_dir=moved,
+            rescore="image",
+            weak_dir=tmp_path,
+            weak_config=CAM_CONFIG,
+        )
+    with pytest.raises(PredictError, match="give weak_dir"):
+        run(trained["files"], tmp_path / "o", strong_dir=moved, rescore="image")
     assert Path(found["checkpoint"]).parent == moved and found["config"].endswith(
         "strong_config.py"
     )

@@ -34,9 +34,9 @@ scores. --no-rescore outputs the detector alone. A black box imported from anoth
 cannot run on new images: predict with --no-rescore.
 
 the strong work dir is a standard mmdet config + checkpoint: strong_model.json names the final
-checkpoint (iter_N.pth) and the resolved config (strong_config.py); mmdet's own API and tools
-load them as they are (the config imports wsod's modules through custom_imports, so run them
-where wsod is installed), e.g.
+checkpoint (iter_N.pth) and the resolved config (strong_config.py); mmdet's own init_detector
+and DetInferencer load them as they are (the config imports wsod's modules through
+custom_imports, so run them where wsod is installed), e.g.
   python -c "from mmdet.apis import DetInferencer; DetInferencer(
       'work_dirs/demo/strong/strong_config.py', 'work_dirs/demo/strong/iter_300.pth',
       device='cpu')('img.jpg', out_dir='out/')"

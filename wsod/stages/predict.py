@@ -53,7 +53,16 @@ from wsod import contracts
 from wsod.utils.io import read_json, write_json_artifact
 from wsod.utils.progress import progress
 
-__all__ = ["PredictError", "collect_images", "find_strong_model", "run"]
+__all__ = [
+    "PredictError",
+    "collect_images",
+    "detect_images",
+    "draw_detections",
+    "find_strong_model",
+    "images_split",
+    "load_detector",
+    "run",
+]
 
 STAGE = "predict"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -338,6 +347,11 @@ def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
         raise PredictError(
             "rescoring runs the black box on the new images: give weak_dir (--weak-dir) and "
             "weak_config (--weak-config, or --pipeline)"
+        )
+    if rescore is not None and not (Path(weak_dir) / "weak_model.json").is_file():
+        raise PredictError(
+            f"{Path(weak_dir) / 'weak_model.json'}: no trained black box to run on the new images "
+            "(train it: `make weak`; an imported black box cannot run on them: --no-rescore)"
         )
 
 
