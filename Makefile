@@ -238,3 +238,17 @@ $(REPORT)/report.md: $(EVAL)/metrics.json
 
 clean:  ## remove work_dirs (all pipeline outputs)
 	rm -rf work_dirs
+
+## ---------------------------------------------------------------------------- predict
+# The pipeline's final detector (the strong work dir's config + checkpoint) on new images, rescored
+# by the black box (the weak work dir) when the pipeline's rescore_by_black_box says so:
+#   make predict PIPELINE=pipelines/voc07_cpu.py IMAGES='my_photos/ more/*.jpg list.txt'
+# IMAGES: image files, folders, globs or list files; PREDICT_OUT: images.json, detections.json,
+# vis/. It never trains: a missing detector is an error naming the target to run (make strong).
+IMAGES ?=
+PREDICT_OUT ?= $(RUN)/predict
+.PHONY: predict
+predict:  ## the final detector on new images: IMAGES='folder/ glob list.txt' [PREDICT_OUT=dir]
+	@test -n "$(IMAGES)" || { echo "make predict: give IMAGES='folder/ glob list.txt'"; exit 2; }
+	$(WSOD) predict --pipeline $(PIPELINE) --strong-dir $(STRONG) --weak-dir $(WEAK) \
+	    --images $(IMAGES) --out-dir $(PREDICT_OUT)

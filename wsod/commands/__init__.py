@@ -18,7 +18,10 @@ import functools
 import importlib
 from collections.abc import Callable, Collection
 
-STAGES = ("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report")
+STAGES = (
+    *("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report"),
+    "predict",  # the trained detector on new images (after the pipeline)
+)
 
 
 def kwargs_of(args, *names: str) -> dict:

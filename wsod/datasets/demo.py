@@ -230,13 +230,14 @@ def _marker(seed: int, sizes: dict[str, int]) -> dict:
 
 def _write_tree(root: Path, seed: int, sizes: dict[str, int]) -> None:
     from PIL import Image
-    from tqdm import tqdm
+
+    from wsod.utils.progress import progress
 
     for sub in ("JPEGImages", "Annotations", "ImageSets/Main"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     index = 0
     total = sum(sizes.values())
-    bar = tqdm(total=total, desc="demo data", unit="img", disable=total < 1000)
+    bar = progress(total=total, desc="demo data", unit="img", disable=total < 1000)
     for split in ("train", "val"):
         stems, present = [], {c: [] for c in DEMO_CLASSES}
         for _ in range(sizes[split]):

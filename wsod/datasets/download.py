@@ -41,7 +41,7 @@ def md5sum(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 def _download(url: str, dest: Path, progress: bool = True) -> None:
     """Fetch ``url`` to ``dest`` through ``dest.part`` (resumed with an http Range request)."""
-    from tqdm import tqdm
+    from wsod.utils.progress import progress
 
     part = dest.with_name(dest.name + ".part")
     start = part.stat().st_size if part.exists() else 0
@@ -62,7 +62,7 @@ def _download(url: str, dest: Path, progress: bool = True) -> None:
         total = int(total) + (start if resumed else 0) if total else None
         with (
             open(part, "ab" if resumed else "wb") as f,
-            tqdm(
+            progress(
                 total=total,
                 initial=start if resumed else 0,
                 unit="B",
@@ -94,7 +94,7 @@ def fetch_voc07(
         dest: folder for the tarballs; they unpack to ``dest/VOCdevkit/VOC2007``.
         urls: tarball URLs (default: the official trainval and test tarballs).
         md5s: expected md5 per URL (None skips the check).
-        progress: show a tqdm bar per download.
+        progress: show a progress bar (a line every 10 % when not on a terminal) per download.
 
     Returns:
         ``dest/VOCdevkit/VOC2007``.

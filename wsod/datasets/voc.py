@@ -250,7 +250,7 @@ def load_voc_split(
         classes: class names in category-id order (id = index + 1).
         limit: keep only the first ``limit`` ids of the split list.
         skip_bad: skip (and record) bad images instead of raising.
-        progress: show a tqdm bar (default: when the split has over 500 images).
+        progress: show a progress bar (a line every 10 % when not on a terminal) (default: when the split has over 500 images).
 
     Returns:
         the split; ``annotations`` hold the XML boxes (COCO xywh, 0-based) with ``difficult``.
@@ -258,7 +258,7 @@ def load_voc_split(
     Raises:
         DatasetError: missing/empty split list, or a bad item without ``skip_bad``.
     """
-    from tqdm import tqdm
+    from wsod.utils.progress import progress
 
     root = Path(root).resolve()
     list_path, ids = split_ids(root, split, limit)
@@ -272,7 +272,7 @@ def load_voc_split(
     )
     show = progress if progress is not None else len(ids) > 500
     seen: set[int] = set()
-    for n, stem in enumerate(tqdm(ids, desc=f"data {split}", unit="img", disable=not show), 1):
+    for n, stem in enumerate(progress(ids, desc=f"data {split}", unit="img", disable=not show), 1):
         try:
             img_id = image_id_of(stem, n)
             if img_id in seen:

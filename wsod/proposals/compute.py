@@ -190,9 +190,9 @@ def compute_all(
     Raises:
         WorkerDiedError: a worker process died (the message says how to resume).
     """
-    from tqdm import tqdm
+    from wsod.utils.progress import progress
 
-    bar = tqdm(
+    bar = progress(
         total=len(tasks), desc=f"proposals ({params['method']})", unit="img", dynamic_ncols=True
     )
     try:
