@@ -87,7 +87,7 @@ def ap_bars(
     columns: Mapping[str, Sequence[float | None]],
     classes: Sequence[str],
     path: str | os.PathLike,
-    ylabel: str = "AP@0.5 (11-point)",
+    ylabel: str = "AP@0.5 (%, 11-point)",
 ) -> Path:
     """Grouped bars: per class, one bar per column (detector); None is drawn as a missing bar.
 
@@ -100,16 +100,16 @@ def ap_bars(
     n, m = len(classes), max(len(columns), 1)
     x = np.arange(n)
     width = 0.8 / m
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * n * max(1, m / 2)), 3.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * n * max(1, m / 2)), 3.2), layout="constrained")
     for i, (name, vals) in enumerate(columns.items()):
         v = np.array([np.nan if a is None else a * 100 for a in vals], dtype=float)
         ax.bar(x + (i - (m - 1) / 2) * width, v, width, label=name, color=color_of(name, i))
     ax.set_xticks(x, classes, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel.replace("AP", "AP (%)"), fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=9)
     ax.set_ylim(0, 100)
-    ax.legend(fontsize=8, ncol=m)
+    # above the axes: bars reach 100 % and would hide a legend inside
+    ax.legend(fontsize=8, ncol=m, loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -132,8 +132,13 @@ def draw_panels(
     """
     h, w = image.shape[:2]
     scale = 2.8 / max(h, w)  # inches per pixel: panels ~2.8 in, keeps the html small
+    # constrained layout keeps the figure title clear of the panel titles
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(w * scale * len(panels), h * scale + 0.4), squeeze=False
+        1,
+        len(panels),
+        figsize=(w * scale * len(panels), h * scale + 0.4),
+        squeeze=False,
+        layout="constrained",
     )
     for ax, (ptitle, layers) in zip(axes[0], panels, strict=True):
         ax.imshow(image)
@@ -174,7 +179,6 @@ def draw_panels(
                 )
     if title:
         fig.suptitle(title, fontsize=8)
-    fig.tight_layout()
     return _save(fig, path, dpi=90)
 
 
