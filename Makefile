@@ -29,7 +29,7 @@ DATA_ROOT ?=
 # pipeline (help, setup, test, ...) and a checkout without `make setup` do not read it.
 STAMPS := $(RUN)/.pipeline
 VARS_MK := $(STAMPS)/vars.mk
-NO_PIPELINE_GOALS := help setup test lint format bench voc07 clean demo
+NO_PIPELINE_GOALS := help setup browser test lint format bench voc07 clean demo
 ifneq ($(wildcard $(VENV)/.installed),)
 ifneq ($(filter-out $(NO_PIPELINE_GOALS),$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),)
 include $(VARS_MK)
@@ -78,7 +78,7 @@ RESCORED := $(RUN)/rescore
 EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
-.PHONY: help setup test lint format bench demo all data proposals weak denoise strong fsd \
+.PHONY: help setup browser test lint format bench demo all data proposals weak denoise strong fsd \
         rescore evaluate report ablate voc07 clean rounds FORCE
 
 help:  ## list the targets
@@ -87,7 +87,24 @@ help:  ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---------------------------------------------------------------------------- set-up
-setup: $(VENV)/.installed  ## create .venv and install the pinned stack + wsod (editable)
+setup: $(VENV)/.installed browser  ## create .venv and install the pinned stack + wsod (editable)
+
+# The report's browser test (tests/stages/test_report_browser.py) renders report.html in headless
+# Chromium: Debian's chromium package (+ a font), installed by apt-get only when `chromium` is
+# missing (as root, else through sudo). WSOD_CHROMIUM= names another browser binary (the test
+# reads it too).
+export WSOD_CHROMIUM ?= chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser:  ## headless Chromium for the report's browser test (Debian package, once)
+	@if command -v $(WSOD_CHROMIUM) >/dev/null 2>&1; then \
+	    echo "== chromium: $$(command -v $(WSOD_CHROMIUM)) (already installed)"; \
+	else \
+	    echo "== chromium for the report's browser test: apt-get install chromium"; \
+	    set -e; $(SUDO) apt-get update -qq; \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	        chromium fonts-dejavu-core; \
+	    command -v $(WSOD_CHROMIUM); \
+	fi
 
 $(VENV)/.installed: constraints.txt pyproject.toml tools/build_mmcv.sh
 	@echo "== wsod setup: venv in $(VENV), pinned versions from constraints.txt"
