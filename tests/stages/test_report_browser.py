@@ -74,6 +74,7 @@ def _browse(html: Path, profile: Path, width: int, height: int, *extra: str) -> 
         "--headless",
         "--no-sandbox",  # CI runs as root
         "--disable-gpu",
+        "--disable-dev-shm-usage",  # containers often have a small /dev/shm
         "--hide-scrollbars",
         f"--user-data-dir={profile}",
         f"--window-size={width},{height}",
