@@ -1,11 +1,11 @@
 """A tiny document model rendered twice: Markdown (images linked) and self-contained HTML
 (images embedded as base64 PNG), so ``report.md`` and ``report.html`` always say the same.
 
-In HTML, nothing runs off the page's right edge: text table columns (paths, commands) wrap, at
-a ``/`` or a space, and ``<pre>`` blocks wrap long lines with a hanging indent; each table also
-sits in a horizontally scrolling box in case a column cannot wrap. Columns of numbers are right-aligned
-and kept on one line, text columns left-aligned. A table cell written as Markdown bold
-(``**mean**``) is bold in both renderings.
+In HTML, nothing runs off the page's right edge: text (a path in a paragraph, a table's paths
+and commands) wraps, at a ``/`` or a space where it can, ``<pre>`` blocks wrap long lines with
+a hanging indent, and each table sits in a horizontally scrolling box in case a column cannot
+wrap. Columns of numbers are right-aligned and kept on one line, text columns left-aligned. A
+table cell written as Markdown bold (``**mean**``) is bold in both renderings.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;
+overflow-wrap:break-word}
 .table{max-width:100%;overflow-x:auto;margin:.5em 0}
 table{border-collapse:collapse;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
 tr:nth-child(even){background:#f6f6f6}
 .warn{background:#fde2e1;border-left:4px solid #d62728;padding:.4em .8em;font-weight:600}
 .ok{background:#e3f4e1;border-left:4px solid #2ca02c;padding:.4em .8em}
@@ -37,7 +38,7 @@ _CSS += "".join(
     for k in range(2, _NUM_COLS + 1)
 )
 _LONG_TOKEN = 24  # a column with a longer word (between spaces and "/") may break it anywhere
-_BOLD = re.compile(r"\*\*(.+)\*\*")
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
 # a number-like cell: digits and separators, "n/a", "–", a unit or "max" (at most 3 letters)
 _NUMERIC = re.compile(r"[^A-Za-z]*(?:[A-Za-z][^A-Za-z]*){0,3}")
 
