@@ -30,6 +30,7 @@ from typing import Any
 from wsod.contracts import (
     load_detections,
     load_pseudo_labels,
+    load_split,
     ordered_detectors,
     pseudo_label_detections,
     validate_detections,
@@ -42,6 +43,16 @@ from wsod.evaluation.scoring import (
     pseudo_label_entry,
     ratios,
     score_detections,
+)
+from wsod.evaluation.tags_only import (
+    NONE,
+    SUBSET,
+    agreement,
+    box_coverage,
+    images_per_class,
+    restrict,
+    restrict_detections,
+    tag_hits,
 )
 from wsod.utils.io import write_json_artifact
 
@@ -111,14 +122,14 @@ def _header(gt: Mapping, gt_path: Path, split: str, iou_thr: float) -> dict[str,
 
 
 def _evaluate_detectors(
-    gt: Mapping, det_paths: Mapping[str, Path], iou_thr: float, pr_points: int
+    gt: Mapping, dets: Mapping[str, list], files: Mapping[str, Path], iou_thr: float, pr_points: int
 ) -> dict[str, dict]:
-    """``{name: {"file", **score_detections}}`` on the evaluated split, weak first."""
+    """``{name: {"file", **score_detections}}`` on the evaluated split (its boxed images), weak
+    first."""
     out = {}
-    for name in ordered_detectors(det_paths):
-        dets = load_detections(det_paths[name], gt)
-        out[name] = {"file": str(det_paths[name])}
-        out[name].update(score_detections(gt, dets, iou_thr=iou_thr, pr_points=pr_points))
+    for name in ordered_detectors(dets):
+        out[name] = {"file": str(files[name])}
+        out[name].update(score_detections(gt, dets[name], iou_thr=iou_thr, pr_points=pr_points))
     return out
 
 
@@ -128,9 +139,21 @@ def _train_diagnostics(
     pseudo_labels: Path | None,
     iou_thr: float,
     pr_points: int,
-) -> dict[str, Any]:
-    """The ``train`` entry: CorLoc of each train-side detector, pseudo-label quality."""
-    tgt = load_gt(train_gt)
+    skipped: list[str],
+) -> dict[str, Any] | None:
+    """The ``train`` entry: CorLoc of each train-side detector, pseudo-label quality, over the
+    train images that have boxes; None (and a line in ``skipped``) when none has."""
+    full = load_gt(train_gt)
+    cover = box_coverage(full)
+    if cover["coverage"] == NONE:
+        skipped.append(
+            f"CorLoc and pseudo-label precision on train: skipped, {train_gt} has no boxes "
+            "(tags-only data; nor can a fully supervised reference, fsd, be trained); "
+            "`wsod data --boxes FILE` gives them for the images it covers."
+        )
+        return None
+    keep = cover["boxed_images"]
+    tgt = restrict(full, keep)
     train: dict[str, Any] = {
         "gt": str(train_gt),
         "split": _split_name(tgt, train_gt),
@@ -138,18 +161,73 @@ def _train_diagnostics(
         "detectors": {},
     }
     for name, path in tdet_paths.items():
-        dets = load_detections(path, tgt)
+        dets = restrict_detections(load_detections(path, full), keep)
         entry = {"file": str(path), "num_detections": len(dets)}
         entry.update(localization_entry(dets, tgt, iou_thr))
         train["detectors"][name] = entry
     if pseudo_labels is not None:
         pl = load_pseudo_labels(pseudo_labels)
-        validate_detections(pseudo_label_detections(pl), tgt, where=str(pseudo_labels))
+        validate_detections(pseudo_label_detections(pl), full, where=str(pseudo_labels))
         train["pseudo_labels"] = {
             "file": str(pseudo_labels),
-            **pseudo_label_entry(pl, tgt, iou_thr=iou_thr, pr_points=pr_points),
+            **pseudo_label_entry(restrict(pl, keep), tgt, iou_thr=iou_thr, pr_points=pr_points),
         }
     return train
+
+
+def _box_scores(
+    gt: Mapping, gt_path: Path, dets: Mapping, result: dict, skipped: list
+) -> tuple[dict, Mapping]:
+    """``(detections to score, gt to score them on)``: all of the gt, its boxed subset (a
+    caveat says so), or no detection at all (tags-only data: a line in ``skipped``)."""
+    cover = box_coverage(gt)
+    result["boxes"] = {k: v for k, v in cover.items() if k != "boxed_images"}
+    if cover["coverage"] == NONE:
+        skipped.append(
+            f"mAP, AP and COCO AP of every detector on {result['split']}: skipped, {gt_path} has "
+            "no boxes (tags-only data: info.has_boxes is false); `wsod data --boxes FILE` gives "
+            "them for the images it covers."
+        )
+        return {}, gt
+    if cover["coverage"] == SUBSET:
+        result["caveats"].insert(
+            0,
+            f"Boxes were given (wsod data --boxes) for {cover['num_boxed_images']} of the "
+            f"{cover['num_images']} {result['split']} images: every AP, CorLoc and pseudo-label "
+            "figure is over those images only.",
+        )
+        gt = restrict(gt, cover["boxed_images"])
+        result.update(num_images=len(gt["images"]), num_gt_boxes=len(gt["annotations"]))
+    keep = cover["boxed_images"]
+    return {n: restrict_detections(d, keep) for n, d in dets.items()}, gt
+
+
+def _tag_figures(
+    label_splits: Mapping[str, Path],
+    split: str,
+    dets: Mapping[str, list],
+    files: Mapping[str, Path],
+    score_thr: float,
+) -> dict[str, Any]:
+    """The ``tags`` entry, judged against image-level tags only: tagged images per class of
+    each label split; on the evaluated split's, how often each detector fires on tagged and on
+    untagged images, and the agreement of weak and strong (:mod:`wsod.evaluation.tags_only`)."""
+    loaded = {n: load_split(p) for n, p in label_splits.items()}
+    out: dict[str, Any] = {
+        "splits": {n: str(p) for n, p in label_splits.items()},
+        "images_per_class": {n: images_per_class(s) for n, s in loaded.items()},
+        "score_thr": score_thr,
+    }
+    ev = loaded.get(split)
+    if ev is not None:
+        out["detectors"] = {
+            n: {"file": str(files[n]), **tag_hits(ev, d, score_thr)} for n, d in dets.items()
+        }
+        if "weak" in dets and "strong" in dets:
+            out["agreement"] = {
+                "weak/strong": agreement(ev, dets["weak"], dets["strong"], score_thr)
+            }
+    return out
 
 
 def run(
@@ -164,6 +242,8 @@ def run(
     split_name: str | None = None,
     iou_thr: float = 0.5,
     pr_points: int = 101,
+    label_splits: Mapping[str, Any] | Sequence[str] | str | None = None,
+    score_thr: float = 0.3,
 ) -> dict[str, Any]:
     """Evaluate detectors on an eval split and write ``metrics.json``.
 
@@ -180,6 +260,14 @@ def run(
             the file stem without ``_gt``).
         iou_thr: IoU threshold of VOC AP, CorLoc and pseudo-label precision/recall.
         pr_points: recall levels kept per PR curve.
+        label_splits: ``{name: weak-label split json}`` (``train``, ``val``): images per class,
+            and on the evaluated split's tags how often each detector fires and how weak and
+            strong agree (the ``tags`` entry; what tags-only data can be judged by).
+        score_thr: the score from which a detection counts as firing, for ``tags``.
+
+    Box metrics need boxes: on tags-only data (``info.has_boxes`` false) there are no AP,
+    CorLoc or pseudo-label entries, and ``skipped`` says why; with boxes for some images only
+    (``info.boxed_images``), every box metric is over those images and a caveat says so.
 
     Returns:
         The metrics dict written to ``out`` (:func:`wsod.contracts.validate_metrics`).
@@ -190,33 +278,32 @@ def run(
     det_paths = named_paths(detections, names)
     if not det_paths:
         raise ValueError("no detections given; pass --detections name=PATH (e.g. weak=...)")
-    tdet_paths = named_paths(train_detections)
+    tdet_paths, splits = named_paths(train_detections), named_paths(label_splits)
     if (tdet_paths or pseudo_labels) and train_gt is None:
         raise ValueError("train-side diagnostics need --train-gt (the train split's _gt.json)")
     split = split_name or _split_name(gt_data, gt_path)
     result = _header(gt_data, gt_path, split, iou_thr)
-    result["detectors"] = _evaluate_detectors(gt_data, det_paths, iou_thr, pr_points)
+    dets = {n: load_detections(det_paths[n], gt_data) for n in ordered_detectors(det_paths)}
+    skipped: list[str] = []
+    scored, scored_gt = _box_scores(gt_data, gt_path, dets, result, skipped)
+    result["detectors"] = _evaluate_detectors(scored_gt, scored, det_paths, iou_thr, pr_points)
     vs_weak = ratios(result["detectors"])
     if vs_weak is not None:
         result["ratios"] = vs_weak
-    inputs = [gt_path, *(det_paths[n] for n in result["detectors"])]
+    inputs = [gt_path, *det_paths.values(), *splits.values()]
     if train_gt is not None:
         pl_path = None if pseudo_labels is None else Path(pseudo_labels)
-        result["train"] = _train_diagnostics(
-            Path(train_gt), tdet_paths, pl_path, iou_thr, pr_points
-        )
+        train = _train_diagnostics(Path(train_gt), tdet_paths, pl_path, iou_thr, pr_points, skipped)
+        if train is not None:
+            result["train"] = train
         inputs += [Path(train_gt), *tdet_paths.values(), *([pl_path] if pl_path else [])]
+    if splits:
+        result["tags"] = _tag_figures(splits, split, dets, det_paths, score_thr)
+    result["skipped"] = skipped
     validate_metrics(result, where=str(out))
-    config = {
-        "gt": gt_path,
-        "detections": det_paths,
-        "train_gt": train_gt,
-        "train_detections": tdet_paths,
-        "pseudo_labels": pseudo_labels,
-        "split_name": split,
-        "iou_thr": iou_thr,
-        "pr_points": pr_points,
-    }
+    config = dict(gt=gt_path, detections=det_paths, train_gt=train_gt)
+    config.update(train_detections=tdet_paths, pseudo_labels=pseudo_labels, split_name=split)
+    config.update(iou_thr=iou_thr, pr_points=pr_points, label_splits=splits, score_thr=score_thr)
     write_json_artifact(
         out, result, indent=1, stage="evaluate", inputs=inputs, started=started, config=config
     )
