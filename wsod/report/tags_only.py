@@ -11,6 +11,7 @@ images, and every detector's boxes on val images, each image captioned with its 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def box_notes(doc: Document, m: Mapping) -> None:
     """What the evaluated boxes cover, at the top of the report: one line per box metric left
     out (tags-only data), or the subset of images the box metrics are over."""
     for line in m.get("skipped") or []:
-        doc.callout(f"Skipped: {line}", warn=True)
+        doc.callout(line, warn=True)
     boxes = m.get("boxes") or {}
     if boxes.get("coverage") == "subset":
         doc.callout(
@@ -141,7 +142,12 @@ def _draw(doc, out_dir, split, split_path, chosen, layers_of, prefix, caption) -
             panels,
             out_dir / f"{prefix}_{k:02d}.png",
             names,
-            title=f"image {img_id}: {im['file_name']} (tags: {tags})",
+            # wrapped to the figure's width: a panel is 2.8 in on its long side (draw_panels),
+            # ~12 characters of the title's font an inch
+            title=textwrap.fill(
+                f"image {img_id}: {im['file_name']} (tags: {tags})",
+                max(20, int(12 * 2.8 * arr.shape[1] / max(arr.shape[:2])) * len(panels)),
+            ),
         )
         doc.image(path, f"{caption}: image {img_id} ({im['file_name']}; tags: {tags})")
         files.append(path)

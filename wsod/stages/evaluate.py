@@ -6,7 +6,16 @@ Inputs:
       ``fsd``), all scored on the same images;
     - optional train-side diagnostics: ``train_gt`` (the train split's gt file), with
       ``train_detections`` (CorLoc of each) and ``pseudo_labels`` (precision/recall, CorLoc and
-      VOC AP of the pseudo boxes, scored by the same code as detectors).
+      VOC AP of the pseudo boxes, scored by the same code as detectors);
+    - optional ``label_splits``: the weak-label splits (image-level tags), for the ``tags``
+      entry (:mod:`wsod.evaluation.tags_only`): images per class, how often each detector fires
+      on the images tagged with a class and on the others, weak/strong agreement.
+
+Box coverage, read from the gt files' ``info`` (the data stage writes it): tags-only data
+(``has_boxes`` false) gets no AP entries (``detectors`` is empty) and no ``train`` entry, and
+``skipped`` says, one line each, what was left out and why; with boxes for some images only
+(``boxed_images``, from ``wsod data --boxes``), every box metric is over those images and the
+first caveat says so.
 
 Output: ``metrics.json`` (atomic, with ``metrics.json.meta.json``): per detector VOC mAP at IoU 0.5
 in both 11-point (VOC07) and area (VOC10+) modes, COCO AP 0.50:0.95, per-class AP and a PR curve
@@ -147,8 +156,8 @@ def _train_diagnostics(
     cover = box_coverage(full)
     if cover["coverage"] == NONE:
         skipped.append(
-            f"CorLoc and pseudo-label precision on train: skipped, {train_gt} has no boxes "
-            "(tags-only data; nor can a fully supervised reference, fsd, be trained); "
+            f"Skipped CorLoc and pseudo-label precision on train, and no fully supervised "
+            f"reference (fsd) can be trained: {train_gt} has no boxes (tags-only data); "
             "`wsod data --boxes FILE` gives them for the images it covers."
         )
         return None
@@ -184,7 +193,7 @@ def _box_scores(
     result["boxes"] = {k: v for k, v in cover.items() if k != "boxed_images"}
     if cover["coverage"] == NONE:
         skipped.append(
-            f"mAP, AP and COCO AP of every detector on {result['split']}: skipped, {gt_path} has "
+            f"Skipped mAP, AP and COCO AP of every detector on {result['split']}: {gt_path} has "
             "no boxes (tags-only data: info.has_boxes is false); `wsod data --boxes FILE` gives "
             "them for the images it covers."
         )
