@@ -112,6 +112,11 @@ def test_evaluate_scores_the_boxed_subset_only(tagged, tmp_path):
     assert "for 3 of the 6 val images" in m["caveats"][0]
     assert m["detectors"]["weak"]["mAP_11points"] == pytest.approx(1.0)
     assert m["skipped"] == []
+    from wsod.stages.report import run as report_run
+
+    out = report_run(tmp_path / "metrics.json", tmp_path / "report", run_dir=tmp_path)
+    md = Path(out["markdown"]).read_text()
+    assert "boxes were given (wsod data --boxes) for 3 of the 6 val images" in md
 
 
 def test_evaluate_and_report_on_tags_only_data(tagged, tmp_path):
