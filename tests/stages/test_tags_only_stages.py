@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wsod import VOC_CLASSES
-from wsod.evaluation.tags_only import agreement, box_coverage, restrict, tag_hits
+from wsod.evaluation.tags_only import agreement, box_coverage, firing, restrict, tag_hits
 
 N = 6
 
@@ -170,10 +170,10 @@ def test_tag_hits_and_agreement_count_by_hand():
         {"image_id": 2, "category_id": 2, "bbox": box, "score": 0.1},  # below the threshold
     ]
     b = [{"image_id": 1, "category_id": 1, "bbox": [0.0, 0.0, 10.0, 5.0], "score": 0.7}]
-    hits = tag_hits(split, a, 0.3)["per_class"]
+    hits = tag_hits(split, firing(a, 0.3))["per_class"]
     assert hits["cat"] == {"tagged": 1, "untagged": 2, "fires_tagged": 1.0, "fires_untagged": 0.5}
     assert hits["dog"]["fires_tagged"] == 0.0
-    ag = agreement(split, a, b, 0.3)
+    ag = agreement(split, firing(a, 0.3), firing(b, 0.3))
     assert ag["per_class"]["cat"] == {
         "either": 2,
         "both": 1,

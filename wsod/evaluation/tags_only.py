@@ -10,8 +10,9 @@ data stage knows which it read. Evaluation and the report read it here:
 - :func:`restrict` — a COCO dict (gt or pseudo labels) cut down to some image ids, so every
   box metric of a subset is the usual code on a smaller file;
 - :func:`images_per_class` — tagged images per class of a weak-label split;
+- :func:`firing` — where a detector fires: its top box per image and class above a score;
 - :func:`tag_hits` — per class, the share of tagged (and untagged) images where a detector
-  fires above a score threshold: checked against the tags, no boxes needed;
+  fires: checked against the tags, no boxes needed;
 - :func:`agreement` — per class, how often two detectors fire on the same images and how much
   their top boxes overlap (mean IoU): agreement, not accuracy.
 
@@ -90,8 +91,10 @@ def images_per_class(split: Mapping) -> dict[str, int]:
     return {name: counts[k] for k, name in enumerate(category_names(split), 1)}
 
 
-def _fires(dets: Sequence[Mapping], score_thr: float) -> dict[int, dict[int, np.ndarray]]:
-    """``{image_id: {class id: top box (4,) x1y1x2y2}}`` of the detections scoring >= thr."""
+def firing(dets: Sequence[Mapping], score_thr: float) -> dict[int, dict[int, np.ndarray]]:
+    """Where a detector fires: ``{image_id: {class id: its top box (4,) x1y1x2y2}}`` over the
+    detections scoring >= ``score_thr``. Small (one box per image and class), so a large
+    detections file can be dropped once this is taken."""
     out: dict[int, dict[int, np.ndarray]] = {}
     for img, g in detections_by_image(dets).items():
         keep = g["scores"] >= score_thr
@@ -108,20 +111,19 @@ def _share(num: int, den: int) -> float | None:
     return None if den == 0 else round(num / den, 6)
 
 
-def tag_hits(split: Mapping, dets: Sequence[Mapping], score_thr: float) -> dict[str, Any]:
-    """Per class, how often a detector fires (a box scoring >= ``score_thr``) on the images
-    tagged with the class and on the others.
+def tag_hits(split: Mapping, fires: Mapping[int, Mapping[int, Any]]) -> dict[str, Any]:
+    """Per class, how often a detector fires (:func:`firing`) on the images tagged with the
+    class and on the others.
 
     Args:
         split: weak-label split (``images`` with ``labels``, ``categories``).
-        dets: the detector's COCO results on that split.
+        fires: :func:`firing` of the detector's COCO results on that split.
 
     Returns:
-        ``{"score_thr", "fires_tagged", "fires_untagged" (overall shares), "per_class": {class
-        name: {"tagged", "untagged", "fires_tagged", "fires_untagged"}}}``; a share is None
-        when its denominator is 0.
+        ``{"fires_tagged", "fires_untagged" (overall shares), "per_class": {class name:
+        {"tagged", "untagged", "fires_tagged", "fires_untagged"}}}``; a share is None when its
+        denominator is 0.
     """
-    fires = _fires(dets, score_thr)
     per_class, tot = {}, np.zeros(4, int)  # hits tagged, tagged, hits untagged, untagged
     for k, name in enumerate(category_names(split), 1):
         n = np.zeros(4, int)
@@ -137,27 +139,23 @@ def tag_hits(split: Mapping, dets: Sequence[Mapping], score_thr: float) -> dict[
             "fires_untagged": _share(n[2], n[3]),
         }
     return {
-        "score_thr": score_thr,
         "fires_tagged": _share(tot[0], tot[1]),
         "fires_untagged": _share(tot[2], tot[3]),
         "per_class": per_class,
     }
 
 
-def agreement(
-    split: Mapping, dets_a: Sequence[Mapping], dets_b: Sequence[Mapping], score_thr: float
-) -> dict[str, Any]:
-    """Per class, the agreement of two detectors on a split's images.
+def agreement(split: Mapping, fa: Mapping, fb: Mapping) -> dict[str, Any]:
+    """Per class, the agreement of two detectors (their :func:`firing`) on a split's images.
 
-    ``both / either``: of the images where at least one fires on the class (a box scoring >=
-    ``score_thr``), the share where both do; ``mean_iou``: over the images where both fire, the
-    mean IoU of their top-scoring boxes of the class.
+    ``both / either``: of the images where at least one fires on the class, the share where
+    both do; ``mean_iou``: over the images where both fire, the mean IoU of their top-scoring
+    boxes of the class.
 
     Returns:
-        ``{"score_thr", "both_of_either", "mean_iou" (over all classes' pairs), "per_class":
-        {class name: {"either", "both", "both_of_either", "mean_iou"}}}``.
+        ``{"both_of_either", "mean_iou" (over all classes' pairs), "per_class": {class name:
+        {"either", "both", "both_of_either", "mean_iou"}}}``.
     """
-    fa, fb = _fires(dets_a, score_thr), _fires(dets_b, score_thr)
     ids = [int(im["id"]) for im in split["images"]]
     per_class, all_ious, tot = {}, [], np.zeros(2, int)
     for k, name in enumerate(category_names(split), 1):
@@ -178,7 +176,6 @@ def agreement(
             "mean_iou": round(float(np.mean(ious)), 6) if ious else None,
         }
     return {
-        "score_thr": score_thr,
         "both_of_either": _share(tot[1], tot[0]),
         "mean_iou": round(float(np.mean(all_ious)), 6) if all_ious else None,
         "per_class": per_class,

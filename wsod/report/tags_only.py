@@ -101,12 +101,12 @@ def tag_tables(doc: Document, m: Mapping) -> None:
             + [f"{fmt(d['fires_tagged'])} / {fmt(d['fires_untagged'])}" for d in dets.values()]
         )
         doc.table(header, rows)
-    _agreement_table(doc, m, tags.get("agreement") or {})
+    _agreement_table(doc, m, tags.get("agreement") or {}, thr)
 
 
-def _agreement_table(doc: Document, m: Mapping, agreement: Mapping) -> None:
+def _agreement_table(doc: Document, m: Mapping, agreement: Mapping, thr) -> None:
     for pair, a in agreement.items():
-        doc.heading(f"Agreement {pair} on {m['split']} (a box scoring >= {a['score_thr']})")
+        doc.heading(f"Agreement {pair} on {m['split']} (a box scoring >= {thr})")
         doc.para(
             "Images where at least one of the two detectors draws a box of the class, the share "
             "of them where both do (%), and the mean IoU of their top boxes there: agreement "

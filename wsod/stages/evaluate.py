@@ -58,6 +58,7 @@ from wsod.evaluation.tags_only import (
     SUBSET,
     agreement,
     box_coverage,
+    firing,
     images_per_class,
     restrict,
     restrict_detections,
@@ -130,16 +131,23 @@ def _header(gt: Mapping, gt_path: Path, split: str, iou_thr: float) -> dict[str,
     }
 
 
-def _evaluate_detectors(
-    gt: Mapping, dets: Mapping[str, list], files: Mapping[str, Path], iou_thr: float, pr_points: int
-) -> dict[str, dict]:
-    """``{name: {"file", **score_detections}}`` on the evaluated split (its boxed images), weak
-    first."""
-    out = {}
-    for name in ordered_detectors(dets):
-        out[name] = {"file": str(files[name])}
-        out[name].update(score_detections(gt, dets[name], iou_thr=iou_thr, pr_points=pr_points))
-    return out
+def _score_detectors(
+    gt: Mapping, files: Mapping[str, Path], scored: tuple[Mapping, list[int] | None] | None, opts
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Each detector read once: ``({name: {"file", **score_detections}}`` on ``scored`` = (the
+    gt to score on, the image ids it keeps), none when None; ``{name: where it fires}`` (for
+    ``tags``) when ``opts["score_thr"]`` is set), weak first."""
+    out, fires = {}, {}
+    for name in ordered_detectors(files):
+        dets = load_detections(files[name], gt)
+        if scored is not None:
+            sgt, keep = scored
+            out[name] = {"file": str(files[name])}
+            kw = {"iou_thr": opts["iou_thr"], "pr_points": opts["pr_points"]}
+            out[name].update(score_detections(sgt, restrict_detections(dets, keep), **kw))
+        if opts.get("score_thr") is not None:
+            fires[name] = firing(dets, opts["score_thr"])
+    return out, fires
 
 
 def _train_diagnostics(
@@ -185,10 +193,10 @@ def _train_diagnostics(
 
 
 def _box_scores(
-    gt: Mapping, gt_path: Path, dets: Mapping, result: dict, skipped: list
-) -> tuple[dict, Mapping]:
-    """``(detections to score, gt to score them on)``: all of the gt, its boxed subset (a
-    caveat says so), or no detection at all (tags-only data: a line in ``skipped``)."""
+    gt: Mapping, gt_path: Path, result: dict, skipped: list
+) -> tuple[Mapping, list[int] | None] | None:
+    """``(gt to score on, image ids it keeps or None for all)``: all of the gt, or its boxed
+    subset (a caveat says so); None on tags-only data (a line in ``skipped`` says so)."""
     cover = box_coverage(gt)
     result["boxes"] = {k: v for k, v in cover.items() if k != "boxed_images"}
     if cover["coverage"] == NONE:
@@ -197,7 +205,7 @@ def _box_scores(
             "no boxes (tags-only data: info.has_boxes is false); `wsod data --boxes FILE` gives "
             "them for the images it covers."
         )
-        return {}, gt
+        return None
     if cover["coverage"] == SUBSET:
         result["caveats"].insert(
             0,
@@ -207,35 +215,30 @@ def _box_scores(
         )
         gt = restrict(gt, cover["boxed_images"])
         result.update(num_images=len(gt["images"]), num_gt_boxes=len(gt["annotations"]))
-    keep = cover["boxed_images"]
-    return {n: restrict_detections(d, keep) for n, d in dets.items()}, gt
+    return gt, cover["boxed_images"]
 
 
 def _tag_figures(
-    label_splits: Mapping[str, Path],
+    loaded: Mapping[str, dict],
+    paths: Mapping[str, Path],
     split: str,
-    dets: Mapping[str, list],
+    fires: Mapping[str, dict],
     files: Mapping[str, Path],
     score_thr: float,
 ) -> dict[str, Any]:
     """The ``tags`` entry, judged against image-level tags only: tagged images per class of
     each label split; on the evaluated split's, how often each detector fires on tagged and on
     untagged images, and the agreement of weak and strong (:mod:`wsod.evaluation.tags_only`)."""
-    loaded = {n: load_split(p) for n, p in label_splits.items()}
     out: dict[str, Any] = {
-        "splits": {n: str(p) for n, p in label_splits.items()},
+        "splits": {n: str(p) for n, p in paths.items()},
         "images_per_class": {n: images_per_class(s) for n, s in loaded.items()},
         "score_thr": score_thr,
     }
     ev = loaded.get(split)
     if ev is not None:
-        out["detectors"] = {
-            n: {"file": str(files[n]), **tag_hits(ev, d, score_thr)} for n, d in dets.items()
-        }
-        if "weak" in dets and "strong" in dets:
-            out["agreement"] = {
-                "weak/strong": agreement(ev, dets["weak"], dets["strong"], score_thr)
-            }
+        out["detectors"] = {n: {"file": str(files[n]), **tag_hits(ev, f)} for n, f in fires.items()}
+        if "weak" in fires and "strong" in fires:
+            out["agreement"] = {"weak/strong": agreement(ev, fires["weak"], fires["strong"])}
     return out
 
 
@@ -292,10 +295,12 @@ def run(
         raise ValueError("train-side diagnostics need --train-gt (the train split's _gt.json)")
     split = split_name or _split_name(gt_data, gt_path)
     result = _header(gt_data, gt_path, split, iou_thr)
-    dets = {n: load_detections(det_paths[n], gt_data) for n in ordered_detectors(det_paths)}
     skipped: list[str] = []
-    scored, scored_gt = _box_scores(gt_data, gt_path, dets, result, skipped)
-    result["detectors"] = _evaluate_detectors(scored_gt, scored, det_paths, iou_thr, pr_points)
+    scored = _box_scores(gt_data, gt_path, result, skipped)
+    loaded = {n: load_split(p) for n, p in splits.items()}
+    opts = {"iou_thr": iou_thr, "pr_points": pr_points}
+    opts["score_thr"] = score_thr if split in loaded else None  # tags of the evaluated split
+    result["detectors"], fires = _score_detectors(gt_data, det_paths, scored, opts)
     vs_weak = ratios(result["detectors"])
     if vs_weak is not None:
         result["ratios"] = vs_weak
@@ -307,7 +312,7 @@ def run(
             result["train"] = train
         inputs += [Path(train_gt), *tdet_paths.values(), *([pl_path] if pl_path else [])]
     if splits:
-        result["tags"] = _tag_figures(splits, split, dets, det_paths, score_thr)
+        result["tags"] = _tag_figures(loaded, splits, split, fires, det_paths, score_thr)
     result["skipped"] = skipped
     validate_metrics(result, where=str(out))
     config = dict(gt=gt_path, detections=det_paths, train_gt=train_gt)
