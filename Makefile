@@ -3,6 +3,7 @@
 #   make test                   run the test suite
 #   make demo                   the whole pipeline on the embedded synthetic dataset
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
+#   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images   (your images + CSV tags)
 #   make -j2 all ...            the same, independent stages at once (they share the cores)
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
@@ -227,7 +228,7 @@ EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
 # says why) and scores a --boxes subset on its images only; the report shows what the tags
 # allow (--label-splits); the reference (fsd) refuses to train, naming FSD=0. No make variable
 # is needed, so make never has to read the data to plan the rules.
-evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
+evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train; detectors vs the tags
 $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(DATA)/train.json $(DATA)/val.json \
 		$(WEAK)/val_dets.json \
 		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
