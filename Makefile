@@ -3,6 +3,7 @@
 #   make test                   run the test suite
 #   make demo                   the whole pipeline on the embedded synthetic dataset
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
+#   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images   (your images + CSV tags)
 #   make -j2 all ...            the same, independent stages at once (they share the cores)
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
@@ -237,8 +238,16 @@ RESCORED_DETS := $(if $(RESCORE_ON), \
 EVAL_DETS := weak=$(WEAK)/val_dets.json strong=$(STRONG)/val_dets.json \
              $(foreach r,$(ROUND_IDS),strong_round$(r)=$(call strong_dir,$(r))/val_dets.json) \
              $(if $(FSD_ON),fsd=$(FSDDIR)/val_dets.json) $(RESCORED_DETS)
-evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train
-$(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets.json \
+# Tags-only data (`wsod data --format csv` without --boxes; pipelines/custom_example.py) runs the
+# same rules. Whether the data has boxes is a fact of the data, known once the data stage has
+# read it, not a pipeline value: it travels in the gt files' info (has_boxes, boxed_images), and
+# the stages that need boxes read it there. evaluate then writes no AP/CorLoc entries (one line
+# says why) and scores a --boxes subset on its images only; the report shows what the tags
+# allow (--label-splits); the reference (fsd) refuses to train, naming FSD=0. No make variable
+# is needed, so make never has to read the data to plan the rules.
+evaluate: $(EVAL)/metrics.json  ## VOC07 11-point + area AP on val, CorLoc + pseudo-label quality on train; detectors vs the tags
+$(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(DATA)/train.json $(DATA)/val.json \
+		$(WEAK)/val_dets.json \
 		$(WEAK)/train_dets.json $(STRONG)/val_dets.json $(DENOISE)/pseudo_train.json \
 		$(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json) \
 		$(if $(FSD_ON),$(FSDDIR)/val_dets.json) \
@@ -246,7 +255,8 @@ $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(WEAK)/val_dets
 	$(WSOD) evaluate --gt $(DATA)/val_gt.json --detections $(EVAL_DETS) --out $@ \
 	    --train-gt $(DATA)/train_gt.json --train-detections weak=$(WEAK)/train_dets.json \
 	    $(foreach r,$(ROUND_IDS),relabel_round$(r)=$(call round_dir,$(r))/train_dets.json) \
-	    --pseudo-labels $(DENOISE)/pseudo_train.json
+	    --pseudo-labels $(DENOISE)/pseudo_train.json \
+	    --label-splits train=$(DATA)/train.json val=$(DATA)/val.json
 
 report: $(REPORT)/report.md  ## report.md + report.html with tables, PR curves, gallery
 $(REPORT)/report.md: $(EVAL)/metrics.json

@@ -17,6 +17,9 @@ EXAMPLES = """examples:
       --pseudo-labels work/denoise/pseudo_labels.json --out work/metrics.json
 
 Only this stage (and `wsod report`) reads ground-truth boxes; training stages never do.
+Tags-only data (a gt file with info.has_boxes false) gets no AP, CorLoc or pseudo-label entries
+(one line says each is skipped and why); with boxes for some images only (wsod data --boxes),
+every box figure is over those images.
 """
 
 
@@ -58,6 +61,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pr-points", type=int, metavar="N", help="recall levels kept per PR curve (default 101)"
     )
+    parser.add_argument(
+        "--label-splits",
+        nargs="+",
+        metavar="NAME=PATH",
+        help="weak-label splits (train=.../train.json val=.../val.json): images per class, and "
+        "on the evaluated split's tags how often each detector fires and how weak and strong "
+        "agree; what tags-only data is judged by",
+    )
+    parser.add_argument(
+        "--score-thr",
+        type=float,
+        metavar="T",
+        help="score from which a detection counts as firing, for --label-splits (default 0.3)",
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -71,5 +88,7 @@ def execute(args: argparse.Namespace) -> int:
     for name, d in result["detectors"].items():
         coco = d.get("coco", {}).get("AP")
         print(f"{name}: mAP@0.5 11-point {d['mAP_11points']} area {d['mAP_area']} COCO AP {coco}")
+    for line in result.get("skipped", []):
+        print(line)
     print(f"wrote {args.out} (split {result['split']})")
     return 0

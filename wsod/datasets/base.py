@@ -42,6 +42,8 @@ class SplitData:
         annotations: eval-only boxes ``[{image_id, category_id, bbox: [x, y, w, h], difficult}]``.
         skipped: ``[{item, file, reason}]`` for items left out under ``skip_bad``.
         has_boxes: whether the source had ground-truth boxes at all.
+        boxed_images: ids of the images whose boxes were given, when a box source covers only
+            some images (csv ``--boxes``); None: all images (or none, with ``has_boxes`` false).
         inputs: list/label files read (hashed into the ``.meta.json`` sidecar).
     """
 
@@ -53,6 +55,7 @@ class SplitData:
     annotations: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     has_boxes: bool = True
+    boxed_images: list[int] | None = None
     inputs: list[str] = field(default_factory=list)
 
 

@@ -25,7 +25,9 @@ are the json's ``categories`` in id order (renumbered 1..K) unless ``classes`` i
 Eval-only boxes (``boxes=``): for CSV, a COCO json (images matched by ``file_name``, categories
 by name) or a folder of VOC XML files named ``<image stem>.xml``; for COCO, the json's own
 ``annotations``. They go only to ``<split>_gt.json``, never to the training split. Without
-boxes the ``_gt`` file has no annotations and ``info.has_boxes`` is false.
+boxes the ``_gt`` file has no annotations and ``info.has_boxes`` is false; when the boxes cover
+some images only (those listed in the json, or with an XML file), ``info.boxed_images`` lists
+their ids and evaluation scores those images only.
 
 Image ids are ``int(stem)`` when every file stem is numeric and unique, else 1..N in list order
 (COCO keeps its own ids). Width and height come from the image header (COCO: from the json when
@@ -181,6 +183,7 @@ class _BoxSource:
                 f"(known: {', '.join(classes)}); fix --classes or the file"
             )
         self.by_file = {}
+        self.files = set(files.values())
         for a in coco.get("annotations", []):
             fname = files.get(a.get("image_id"))
             if fname is None:
@@ -192,6 +195,13 @@ class _BoxSource:
                     "difficult": int(is_ignored(a)),
                 }
             )
+
+    def covers(self, file_name: str) -> bool:
+        """Whether the source annotates the image (a box-less image listed in the json, or an
+        XML file, counts: it was annotated and has no object)."""
+        if self.by_file is not None:
+            return file_name in self.files or Path(file_name).name in self.files
+        return (self.path / f"{Path(file_name).stem}.xml").is_file()
 
     def boxes_for(self, file_name: str) -> list[dict]:
         if self.by_file is not None:
@@ -243,6 +253,7 @@ def load_csv_split(
     if len(set(ids)) != len(ids):  # pragma: no cover - assign_ids guarantees uniqueness
         raise DatasetError(f"{path}: duplicate image ids")
     seen_files: set[str] = set()
+    boxed: list[int] = []
     for (fname, names), img_id in zip(rows, ids, strict=True):
         try:
             if fname in seen_files:
@@ -269,6 +280,10 @@ def load_csv_split(
             }
         )
         data.annotations.extend({"image_id": img_id, **a} for a in anns)
+        if box_src is not None and box_src.covers(fname):
+            boxed.append(img_id)
+    if box_src is not None and len(boxed) < len(data.images):
+        data.boxed_images = boxed  # a subset: evaluation scores only these images
     return data
 
 

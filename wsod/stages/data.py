@@ -13,7 +13,9 @@ Outputs, per split, in ``out_dir`` (each atomic, with a ``.meta.json`` sidecar):
     ``categories`` (ids 1..K in class order), ``info`` {data_root, split, format, num_images,
     num_skipped}. **No boxes**: this is the only dataset file the training side reads.
     ``<split>_gt.json``: eval-only COCO instances (``annotations`` with ``bbox`` xywh 0-based,
-    ``area``, ``iscrowd`` 0, ``difficult`` 0/1). Only evaluation and diagnostics may open it.
+    ``area``, ``iscrowd`` 0, ``difficult`` 0/1; ``info.has_boxes`` false for tags-only data,
+    ``info.boxed_images`` the ids of the images with boxes when ``--boxes`` covers only some).
+    Only evaluation and diagnostics may open it.
     ``<split>.skipped.json`` (only with ``skip_bad``): the items left out and why.
 
 Invariants: every requested split is read and checked before anything is written, so bad input
@@ -144,6 +146,7 @@ def build_split_files(data: SplitData) -> tuple[dict, dict]:
             **info,
             "eval_only": True,
             "has_boxes": data.has_boxes,
+            **({} if data.boxed_images is None else {"boxed_images": data.boxed_images}),
             "description": "ground-truth boxes for evaluation only; training stages must "
             "never read this file",
         },

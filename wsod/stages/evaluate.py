@@ -6,7 +6,16 @@ Inputs:
       ``fsd``), all scored on the same images;
     - optional train-side diagnostics: ``train_gt`` (the train split's gt file), with
       ``train_detections`` (CorLoc of each) and ``pseudo_labels`` (precision/recall, CorLoc and
-      VOC AP of the pseudo boxes, scored by the same code as detectors).
+      VOC AP of the pseudo boxes, scored by the same code as detectors);
+    - optional ``label_splits``: the weak-label splits (image-level tags), for the ``tags``
+      entry (:mod:`wsod.evaluation.tags_only`): images per class, how often each detector fires
+      on the images tagged with a class and on the others, weak/strong agreement.
+
+Box coverage, read from the gt files' ``info`` (the data stage writes it): tags-only data
+(``has_boxes`` false) gets no AP entries (``detectors`` is empty) and no ``train`` entry, and
+``skipped`` says, one line each, what was left out and why; with boxes for some images only
+(``boxed_images``, from ``wsod data --boxes``), every box metric is over those images and the
+first caveat says so.
 
 Output: ``metrics.json`` (atomic, with ``metrics.json.meta.json``): per detector VOC mAP at IoU 0.5
 in both 11-point (VOC07) and area (VOC10+) modes, COCO AP 0.50:0.95, per-class AP and a PR curve
@@ -30,6 +39,7 @@ from typing import Any
 from wsod.contracts import (
     load_detections,
     load_pseudo_labels,
+    load_split,
     ordered_detectors,
     pseudo_label_detections,
     validate_detections,
@@ -42,6 +52,17 @@ from wsod.evaluation.scoring import (
     pseudo_label_entry,
     ratios,
     score_detections,
+)
+from wsod.evaluation.tags_only import (
+    NONE,
+    SUBSET,
+    agreement,
+    box_coverage,
+    firing,
+    images_per_class,
+    restrict,
+    restrict_detections,
+    tag_hits,
 )
 from wsod.utils.io import write_json_artifact
 
@@ -110,16 +131,23 @@ def _header(gt: Mapping, gt_path: Path, split: str, iou_thr: float) -> dict[str,
     }
 
 
-def _evaluate_detectors(
-    gt: Mapping, det_paths: Mapping[str, Path], iou_thr: float, pr_points: int
-) -> dict[str, dict]:
-    """``{name: {"file", **score_detections}}`` on the evaluated split, weak first."""
-    out = {}
-    for name in ordered_detectors(det_paths):
-        dets = load_detections(det_paths[name], gt)
-        out[name] = {"file": str(det_paths[name])}
-        out[name].update(score_detections(gt, dets, iou_thr=iou_thr, pr_points=pr_points))
-    return out
+def _score_detectors(
+    gt: Mapping, files: Mapping[str, Path], scored: tuple[Mapping, list[int] | None] | None, opts
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Each detector read once: ``({name: {"file", **score_detections}}`` on ``scored`` = (the
+    gt to score on, the image ids it keeps), none when None; ``{name: where it fires}`` (for
+    ``tags``) when ``opts["score_thr"]`` is set), weak first."""
+    out, fires = {}, {}
+    for name in ordered_detectors(files):
+        dets = load_detections(files[name], gt)
+        if scored is not None:
+            sgt, keep = scored
+            out[name] = {"file": str(files[name])}
+            kw = {"iou_thr": opts["iou_thr"], "pr_points": opts["pr_points"]}
+            out[name].update(score_detections(sgt, restrict_detections(dets, keep), **kw))
+        if opts.get("score_thr") is not None:
+            fires[name] = firing(dets, opts["score_thr"])
+    return out, fires
 
 
 def _train_diagnostics(
@@ -128,9 +156,21 @@ def _train_diagnostics(
     pseudo_labels: Path | None,
     iou_thr: float,
     pr_points: int,
-) -> dict[str, Any]:
-    """The ``train`` entry: CorLoc of each train-side detector, pseudo-label quality."""
-    tgt = load_gt(train_gt)
+    skipped: list[str],
+) -> dict[str, Any] | None:
+    """The ``train`` entry: CorLoc of each train-side detector, pseudo-label quality, over the
+    train images that have boxes; None (and a line in ``skipped``) when none has."""
+    full = load_gt(train_gt)
+    cover = box_coverage(full)
+    if cover["coverage"] == NONE:
+        skipped.append(
+            f"Skipped CorLoc and pseudo-label precision on train, and no fully supervised "
+            f"reference (fsd) can be trained: {train_gt} has no boxes (tags-only data); "
+            "`wsod data --boxes FILE` gives them for the images it covers."
+        )
+        return None
+    keep = cover["boxed_images"]
+    tgt = restrict(full, keep)
     train: dict[str, Any] = {
         "gt": str(train_gt),
         "split": _split_name(tgt, train_gt),
@@ -138,18 +178,68 @@ def _train_diagnostics(
         "detectors": {},
     }
     for name, path in tdet_paths.items():
-        dets = load_detections(path, tgt)
+        dets = restrict_detections(load_detections(path, full), keep)
         entry = {"file": str(path), "num_detections": len(dets)}
         entry.update(localization_entry(dets, tgt, iou_thr))
         train["detectors"][name] = entry
     if pseudo_labels is not None:
         pl = load_pseudo_labels(pseudo_labels)
-        validate_detections(pseudo_label_detections(pl), tgt, where=str(pseudo_labels))
+        validate_detections(pseudo_label_detections(pl), full, where=str(pseudo_labels))
         train["pseudo_labels"] = {
             "file": str(pseudo_labels),
-            **pseudo_label_entry(pl, tgt, iou_thr=iou_thr, pr_points=pr_points),
+            **pseudo_label_entry(restrict(pl, keep), tgt, iou_thr=iou_thr, pr_points=pr_points),
         }
     return train
+
+
+def _box_scores(
+    gt: Mapping, gt_path: Path, result: dict, skipped: list
+) -> tuple[Mapping, list[int] | None] | None:
+    """``(gt to score on, image ids it keeps or None for all)``: all of the gt, or its boxed
+    subset (a caveat says so); None on tags-only data (a line in ``skipped`` says so)."""
+    cover = box_coverage(gt)
+    result["boxes"] = {k: v for k, v in cover.items() if k != "boxed_images"}
+    if cover["coverage"] == NONE:
+        skipped.append(
+            f"Skipped mAP, AP and COCO AP of every detector on {result['split']}: {gt_path} has "
+            "no boxes (tags-only data: info.has_boxes is false); `wsod data --boxes FILE` gives "
+            "them for the images it covers."
+        )
+        return None
+    if cover["coverage"] == SUBSET:
+        result["caveats"].insert(
+            0,
+            f"Boxes were given (wsod data --boxes) for {cover['num_boxed_images']} of the "
+            f"{cover['num_images']} {result['split']} images: every AP, CorLoc and pseudo-label "
+            "figure is over those images only.",
+        )
+        gt = restrict(gt, cover["boxed_images"])
+        result.update(num_images=len(gt["images"]), num_gt_boxes=len(gt["annotations"]))
+    return gt, cover["boxed_images"]
+
+
+def _tag_figures(
+    loaded: Mapping[str, dict],
+    paths: Mapping[str, Path],
+    split: str,
+    fires: Mapping[str, dict],
+    files: Mapping[str, Path],
+    score_thr: float,
+) -> dict[str, Any]:
+    """The ``tags`` entry, judged against image-level tags only: tagged images per class of
+    each label split; on the evaluated split's, how often each detector fires on tagged and on
+    untagged images, and the agreement of weak and strong (:mod:`wsod.evaluation.tags_only`)."""
+    out: dict[str, Any] = {
+        "splits": {n: str(p) for n, p in paths.items()},
+        "images_per_class": {n: images_per_class(s) for n, s in loaded.items()},
+        "score_thr": score_thr,
+    }
+    ev = loaded.get(split)
+    if ev is not None:
+        out["detectors"] = {n: {"file": str(files[n]), **tag_hits(ev, f)} for n, f in fires.items()}
+        if "weak" in fires and "strong" in fires:
+            out["agreement"] = {"weak/strong": agreement(ev, fires["weak"], fires["strong"])}
+    return out
 
 
 def run(
@@ -164,6 +254,8 @@ def run(
     split_name: str | None = None,
     iou_thr: float = 0.5,
     pr_points: int = 101,
+    label_splits: Mapping[str, Any] | Sequence[str] | str | None = None,
+    score_thr: float = 0.3,
 ) -> dict[str, Any]:
     """Evaluate detectors on an eval split and write ``metrics.json``.
 
@@ -180,6 +272,14 @@ def run(
             the file stem without ``_gt``).
         iou_thr: IoU threshold of VOC AP, CorLoc and pseudo-label precision/recall.
         pr_points: recall levels kept per PR curve.
+        label_splits: ``{name: weak-label split json}`` (``train``, ``val``): images per class,
+            and on the evaluated split's tags how often each detector fires and how weak and
+            strong agree (the ``tags`` entry; what tags-only data can be judged by).
+        score_thr: the score from which a detection counts as firing, for ``tags``.
+
+    Box metrics need boxes: on tags-only data (``info.has_boxes`` false) there are no AP,
+    CorLoc or pseudo-label entries, and ``skipped`` says why; with boxes for some images only
+    (``info.boxed_images``), every box metric is over those images and a caveat says so.
 
     Returns:
         The metrics dict written to ``out`` (:func:`wsod.contracts.validate_metrics`).
@@ -190,33 +290,34 @@ def run(
     det_paths = named_paths(detections, names)
     if not det_paths:
         raise ValueError("no detections given; pass --detections name=PATH (e.g. weak=...)")
-    tdet_paths = named_paths(train_detections)
+    tdet_paths, splits = named_paths(train_detections), named_paths(label_splits)
     if (tdet_paths or pseudo_labels) and train_gt is None:
         raise ValueError("train-side diagnostics need --train-gt (the train split's _gt.json)")
     split = split_name or _split_name(gt_data, gt_path)
     result = _header(gt_data, gt_path, split, iou_thr)
-    result["detectors"] = _evaluate_detectors(gt_data, det_paths, iou_thr, pr_points)
+    skipped: list[str] = []
+    scored = _box_scores(gt_data, gt_path, result, skipped)
+    loaded = {n: load_split(p) for n, p in splits.items()}
+    opts = {"iou_thr": iou_thr, "pr_points": pr_points}
+    opts["score_thr"] = score_thr if split in loaded else None  # tags of the evaluated split
+    result["detectors"], fires = _score_detectors(gt_data, det_paths, scored, opts)
     vs_weak = ratios(result["detectors"])
     if vs_weak is not None:
         result["ratios"] = vs_weak
-    inputs = [gt_path, *(det_paths[n] for n in result["detectors"])]
+    inputs = [gt_path, *det_paths.values(), *splits.values()]
     if train_gt is not None:
         pl_path = None if pseudo_labels is None else Path(pseudo_labels)
-        result["train"] = _train_diagnostics(
-            Path(train_gt), tdet_paths, pl_path, iou_thr, pr_points
-        )
+        train = _train_diagnostics(Path(train_gt), tdet_paths, pl_path, iou_thr, pr_points, skipped)
+        if train is not None:
+            result["train"] = train
         inputs += [Path(train_gt), *tdet_paths.values(), *([pl_path] if pl_path else [])]
+    if splits:
+        result["tags"] = _tag_figures(loaded, splits, split, fires, det_paths, score_thr)
+    result["skipped"] = skipped
     validate_metrics(result, where=str(out))
-    config = {
-        "gt": gt_path,
-        "detections": det_paths,
-        "train_gt": train_gt,
-        "train_detections": tdet_paths,
-        "pseudo_labels": pseudo_labels,
-        "split_name": split,
-        "iou_thr": iou_thr,
-        "pr_points": pr_points,
-    }
+    config = dict(gt=gt_path, detections=det_paths, train_gt=train_gt)
+    config.update(train_detections=tdet_paths, pseudo_labels=pseudo_labels, split_name=split)
+    config.update(iou_thr=iou_thr, pr_points=pr_points, label_splits=splits, score_thr=score_thr)
     write_json_artifact(
         out, result, indent=1, stage="evaluate", inputs=inputs, started=started, config=config
     )

@@ -44,6 +44,7 @@ from wsod.contracts import (
     pseudo_label_detections,
 )
 from wsod.report import cost as run_cost
+from wsod.report import tags_only
 from wsod.report.document import Document
 from wsod.report.tables import (
     comparison_table,
@@ -150,6 +151,26 @@ def _pseudo_gallery(
     )
 
 
+def _tags_galleries(
+    doc: Document, m: Mapping, out_dir: Path, detections: Any, pseudo_labels: Any, opts: dict
+) -> list[Path]:
+    """Galleries of a tags-only run (:func:`wsod.report.tags_only.tags_galleries`): the pseudo
+    labels on train images, the detectors' boxes on the evaluated split, without ground truth."""
+    from wsod.stages.evaluate import named_paths
+
+    files = (m.get("tags") or {}).get("detectors") or {}
+    det_paths = (
+        named_paths(detections)
+        if detections is not None
+        else {n: Path(d["file"]) for n, d in files.items()}
+    )
+    pseudo = None
+    if pseudo_labels is not None:
+        pl = load_pseudo_labels(pseudo_labels)
+        pseudo = detections_by_image(pseudo_label_detections(pl))
+    return tags_only.tags_galleries(doc, m, out_dir, det_paths, pseudo, opts)
+
+
 def _provenance(doc: Document, m: Mapping, metrics_path: Path, pseudo_labels: Any) -> None:
     """One row per input file (metrics, gt, detections, train side) from its sidecar."""
     doc.heading("Provenance")
@@ -211,15 +232,20 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     run_dir = Path(run_dir) if run_dir is not None else metrics_path.parent.parent
     cost = run_cost.collect(run_dir, exclude=[out_dir])
-    doc, v = _opening(m, title)
+    no_boxes = tags_only.is_tags_only(m)
+    doc, v = (tags_only.opening(m, title), None) if no_boxes else _opening(m, title)
+    tags_only.box_notes(doc, m)
     run_provenance(doc, cost)
-    figures = _results(doc, m, out_dir)
+    figures = [] if no_boxes else _results(doc, m, out_dir)
+    tags_only.tag_tables(doc, m)
     cost_section(doc, cost)
     opts = {"n": gallery_images, "seed": seed, "score_thr": score_thr}
     gallery: list[Path] = []
-    if gt is not None and gallery_images > 0:
+    if no_boxes and gallery_images > 0:
+        gallery += _tags_galleries(doc, m, out_dir, detections, pseudo_labels, opts)
+    if gt is not None and gallery_images > 0 and not no_boxes:
         gallery += _detector_gallery(doc, m, out_dir, gt, detections, opts)
-    if pseudo_labels is not None and gallery_images > 0:
+    if pseudo_labels is not None and gallery_images > 0 and not no_boxes:
         gallery += _pseudo_gallery(doc, m, out_dir, pseudo_labels, opts)
     _provenance(doc, m, metrics_path, pseudo_labels)
     config = {

@@ -300,6 +300,13 @@ def _training_boxes(
     """The training annotations (:func:`build_train_annotations`), classes and image root."""
     if fully:
         data = contracts.validate_gt(read_json(train_file), where=str(train_file))
+        info = data.get("info") or {}
+        if info.get("has_boxes") is False or info.get("boxed_images") is not None:
+            raise StrongStageError(
+                f"{train_file}: the fully supervised reference needs boxes on every train image "
+                "and this data has them for some or none (tags-only data); set fsd = 0 in the "
+                "pipeline or run make with FSD=0"
+            )
     else:
         data = contracts.load_pseudo_labels(train_file)
     classes = _check_categories(data["categories"], str(train_file))
