@@ -39,7 +39,9 @@ def _layer(module: str) -> int:
     parts = module.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
     if top not in LAYERS:
-        raise AssertionError(f"{module}: package wsod.{top} has no layer; add it to LAYERS and the README")
+        raise AssertionError(
+            f"{module}: package wsod.{top} has no layer; add it to LAYERS and the README"
+        )
     return LAYERS[top]
 
 
@@ -100,7 +102,11 @@ def test_imports_point_down() -> None:
 def test_no_import_cycles() -> None:
     modules = {m for m, _ in _modules()}
     graph = {
-        m: {t for n in _imports(m, p) if (t := _known(n, modules)) and t != m and not m.startswith(t + ".")}
+        m: {
+            t
+            for n in _imports(m, p)
+            if (t := _known(n, modules)) and t != m and not m.startswith(t + ".")
+        }
         for m, p in _modules()
     }
     # a package's __init__ importing its own submodules is the package, not a cycle
@@ -128,6 +134,10 @@ def test_checks_can_fail(tmp_path: Path) -> None:
     assert _long_functions(src) == [f"mod.py:1 f() {MAX_FUNCTION_LINES + 1} lines"]
     src.write_text("from wsod.stages import data\nimport wsod.utils.io\nfrom . import sibling\n")
     assert _imports("wsod.utils.helper", src) == {
-        "wsod.stages", "wsod.stages.data", "wsod.utils.io", "wsod.utils", "wsod.utils.sibling"
+        "wsod.stages",
+        "wsod.stages.data",
+        "wsod.utils.io",
+        "wsod.utils",
+        "wsod.utils.sibling",
     }
     assert _layer("wsod.stages.data") > _layer("wsod.utils.helper")
