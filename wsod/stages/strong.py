@@ -312,14 +312,12 @@ def run(
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
-        train_split: the weak-label split of the training images (their image-level labels),
-            for a semi-supervised config only; default: the training file's
-            ``info.split_file`` (the fully supervised reference: its boxes' classes).
+        train_split: a semi-supervised config's image labels (weak-label split of the training
+            images); default: the training file's ``info.split_file`` (fsd: its boxes).
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
-        "outputs": [result json paths], "train_annotations", "unlabeled_images"}`` (the last
-        None unless the config is semi-supervised).
+        "outputs": [result jsons], "train_annotations", "unlabeled_images" (None: not semi)}``.
 
     Raises:
         StrongStageError: bad inputs (message names the file and the fix).
@@ -470,7 +468,9 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: Semi
             contracts.load_split(semi.path)
 
     supervision = meta["extra"]["supervision"]
-    semi_record = {"unlabeled_sha256": semi_sha, "unlabeled_images": len(semi.data["images"])}
+    semi_record = (
+        {"unlabeled_sha256": semi_sha, "unlabeled_images": len(semi.data["images"])} if semi else {}
+    )
     job = tr.TrainJob(
         stage="strong",
         cfg=cfg,
