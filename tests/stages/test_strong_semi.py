@@ -121,6 +121,13 @@ def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
     assert {d["image_id"] for d in dets} == {im["id"] for im in split["images"]}
     assert read_json(work / "strong_model.json")["iterations"] == 1
 
+    # the work dir's detector (the mean teacher) also detects on new images (wsod predict)
+    from wsod.stages import predict
+
+    image = Path(split["info"]["data_root"]) / split["images"][0]["file_name"]
+    predicted = predict.run([image], tmp_path / "predict", strong_dir=work, device="cpu")
+    assert read_json(tmp_path / "predict" / "detections.json"), predicted
+
 
 def test_resume_fingerprint_and_all_images_unlabelled(voc4, tmp_path):
     from wsod.stages.strong import run
