@@ -13,6 +13,17 @@ Inputs:
     ``infer``: ``[(split_json, out_json or None), ...]`` weak-label splits to detect on (val for
     evaluation, train for self-training rounds).
 
+Semi-supervised configs (``configs/soft_teacher/``: a model with mmdet's ``semi_train_cfg``,
+e.g. :class:`wsod.models.semi.WSODLabelRestrictedSoftTeacher`, and a ``ConcatDataset`` of
+[labelled, unlabelled] training datasets): the labelled dataset trains on the training
+annotations (mmdet's ``filter_empty_gt`` keeps the images with boxes); the unlabelled one on
+``[fsd_]unlabeled_images.json``, a weak-label split of the images without boxes (the config's
+``unlabeled_images = 'rest'``) or of every image (``'all'``), with their image-level labels from
+``train_split`` (default: the training file's ``info.split_file``, which ``wsod denoise``
+writes; the fully supervised reference without one: its boxes' classes). That file is in the
+run's fingerprint; which images lose their boxes is the de-noise chain's choice
+(``image_filter``, ``reliable_images``).
+
 Data root: ``data_root`` (argument) wins; else the training file's ``info.data_root``; else
 the split file named by its ``info.split_file`` (that split's ``info.data_root``). Each
 ``infer`` split uses its own ``info.data_root``. Relative roots resolve as in
@@ -22,7 +33,8 @@ Outputs in ``work_dir`` (each written atomically with a ``.meta.json`` sidecar):
     ``[fsd_]train_annotations.json``: the training boxes normalised for mmdet's
     ``CocoDataset`` (``area``, ``iscrowd``, unique ids; ground-truth ``difficult`` boxes become
     ``iscrowd`` = ignored, as mmdet's VOC loader does); ``[fsd_]strong_config.py``: the resolved
-    config; ``iter_*.pth`` + ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
+    config; ``[fsd_]unlabeled_images.json`` (semi-supervised configs); ``iter_*.pth`` +
+    ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
     work dir's checkpoints belong to (fingerprint of config + seed + boxes, supervision);
     ``[fsd_]strong_model.json``: the final checkpoint, iterations, classes, supervision; per ``infer`` pair a COCO results json
     (default ``<work_dir>/[fsd_]<split stem>_dets.json``; label ``i`` -> category id ``i + 1``).
