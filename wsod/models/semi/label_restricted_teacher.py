@@ -6,7 +6,9 @@ keeps the teacher's boxes above ``pseudo_label_initial_score_thr`` of any class;
 :class:`WSODLabelRestrictedSoftTeacher` drops those of classes outside the image's labels
 (``metainfo['image_labels']``, class indices, from :class:`WSODImageLabelCocoDataset`) before the
 student learns from them. Several boxes of one labelled class survive: the teacher mines the
-objects the one-box-per-class pseudo labels missed. Nothing else of ``SoftTeacher`` changes
+objects the one-box-per-class pseudo labels missed. The training log shows the teacher's boxes
+per unlabelled image before and after the restriction (``pseudo_boxes_teacher``,
+``pseudo_boxes_in_labels``, above ``pseudo_label_initial_score_thr``). Nothing else of ``SoftTeacher`` changes
 (box jitter uncertainty, background weighting by the teacher, the mean-teacher update by mmdet's
 ``MeanTeacherHook``).
 """
@@ -64,8 +66,21 @@ class WSODLabelRestrictedSoftTeacher(SoftTeacher):
         batch_data_samples, batch_info = super().get_pseudo_instances(
             batch_inputs, batch_data_samples
         )
+        before = sum(len(sample.gt_instances) for sample in batch_data_samples)
         for sample in batch_data_samples:
             sample.gt_instances = restrict_to_image_labels(
                 sample.gt_instances, sample.metainfo[IMAGE_LABELS_KEY]
             )
+        after = sum(len(sample.gt_instances) for sample in batch_data_samples)
+        _log_counts(before, after, len(batch_data_samples))
         return batch_data_samples, batch_info
+
+
+def _log_counts(before: int, after: int, images: int) -> None:
+    """Teacher boxes per unlabelled image, before and after the restriction, in the training
+    log (mmengine's message hub: ``train/`` scalars are logged with the losses)."""
+    from mmengine.logging import MessageHub
+
+    hub = MessageHub.get_current_instance()
+    hub.update_scalar("train/pseudo_boxes_teacher", before / max(images, 1))
+    hub.update_scalar("train/pseudo_boxes_in_labels", after / max(images, 1))
