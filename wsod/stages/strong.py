@@ -493,11 +493,7 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: Semi
         model_file=work_dir / f"{prefix}strong_model.json",
         inputs=inputs,
         meta=meta,
-        record={
-            "train_sha256": ann_sha,
-            "supervision": supervision,
-            **(semi_record if semi else {}),
-        },
+        record={"train_sha256": ann_sha, "supervision": supervision, **semi_record},
         model_record={"classes": meta["extra"]["classes"], "supervision": supervision},
         train_without=tr.TEST_KEYS,  # the training Runner builds no test loop
         name=f"{prefix}strong_train",
