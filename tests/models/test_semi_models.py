@@ -126,3 +126,25 @@ def test_teacher_refuses_samples_without_image_labels():
     sample = DetDataSample(metainfo={"img_path": "x.jpg", "img_shape": (64, 64)})
     with pytest.raises(KeyError, match="image_labels"):
         model.get_pseudo_instances(torch.zeros(1, 3, 64, 64), [sample])
+
+
+def test_unlabelled_split_rest_all_and_labels_from_boxes():
+    from wsod.models.semi import labelled_image_ids, labels_from_boxes, unlabeled_split
+
+    ims = [{"id": i, "file_name": f"{i}.jpg", "width": 10, "height": 10} for i in (1, 2, 3)]
+    cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
+    anns = [{"image_id": 1, "category_id": 2}, {"image_id": 1, "category_id": 1}]
+    anns.append({"image_id": 3, "category_id": 2})
+    train = {"images": ims, "categories": cats, "annotations": anns}
+    assert labelled_image_ids(train) == {1, 3}
+    assert labels_from_boxes(train) == {1: [1, 2], 2: [], 3: [2]}
+    labels = {1: [1, 2], 2: [2, 1], 3: [2]}
+    rest = unlabeled_split(train, labels, "rest", {"data_root": "r"})
+    assert rest["images"] == [{**ims[1], "labels": [1, 2]}] and rest["categories"] == cats
+    assert "annotations" not in rest and rest["info"] == {"data_root": "r"}
+    every = unlabeled_split(train, labels, "all", {"data_root": "r"})
+    assert [im["id"] for im in every["images"]] == [1, 2, 3]
+    with pytest.raises(ValueError, match="no image-level labels"):
+        unlabeled_split(train, {1: [1]}, "rest", {"data_root": "r"})
+    with pytest.raises(ValueError, match="rest"):
+        unlabeled_split(train, labels, "labelled", {"data_root": "r"})
