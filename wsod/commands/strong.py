@@ -64,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_config_options(p, "train_cfg.max_iters=100")
     p.add_argument("--data-root", help="image folder [the training file's info.data_root]")
+    p.add_argument(
+        "--train-split",
+        metavar="TRAIN_SPLIT_JSON",
+        help="weak-label split of the training images (their image-level labels), for a "
+        "semi-supervised config (configs/soft_teacher/) [the training file's info.split_file]",
+    )
     add_resume_option(p)
     add_launcher_option(p)
 

@@ -18,6 +18,7 @@ ground-truth box.
 | wbf                 | fusion          | weighted fusion of overlapping same-class boxes         |
 | weight              | weight          | per-box training weight for the strong stage            |
 | image_filter        | image_filter    | drop images with a labelled class unfound (score < min)  |
+| reliable_images     | reliable        | keep the most reliable images' boxes (labelled/unlabelled) |
 | ignore_regions      | ignore          | other confident boxes -> ignore regions (iscrowd; last) |
 | inner_box           | inner           | move the top box onto a confident box inside it         |
 """
@@ -32,6 +33,7 @@ from wsod.denoise import (  # noqa: F401  (registers the strategies)
     mist,
     nms,
     normalize,
+    reliable,
     selection,
     size,
     weight,

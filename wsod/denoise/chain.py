@@ -39,6 +39,8 @@ ABLATION_CHAINS: dict[str, list[dict]] = {
     "top1": [dict(type="top1")],
     "top3": [dict(type="topk", k=3)],
     "top1+image_filter0.2": [dict(type="top1"), dict(type="image_filter", min_score=0.2)],
+    # the labelled half of a semi-supervised split (the other half: unlabelled images)
+    "top1+reliable_images0.5": [dict(type="top1"), dict(type="reliable_images", fraction=0.5)],
     "thr0.5+fallback": [dict(type="score_threshold", thr=0.5)],
     "minmax+thr0.5": [dict(type="minmax_normalize"), dict(type="score_threshold", thr=0.5)],
     "nms0.4": [dict(type="nms", thr=0.4)],

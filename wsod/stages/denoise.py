@@ -147,6 +147,7 @@ def run(
         "description": "wsod pseudo labels",
         "split": split_d["info"].get("split"),
         "data_root": split_d["info"].get("data_root"),
+        "split_file": str(split),  # the image-level labels (a semi-supervised strong config)
         "chain": summary["chain"],
         "detections": str(detections),
     }

@@ -167,10 +167,18 @@ def load_detector(strong: Mapping, device: str):
     from mmcv.transforms import Compose
     from mmdet.apis import init_detector
     from mmdet.utils import get_test_pipeline_cfg
+    from mmengine.config import Config
 
     import wsod.models  # noqa: F401  (registers wsod's modules, as the config's custom_imports)
 
-    model = init_detector(strong["config"], strong["checkpoint"], palette="random", device=device)
+    cfg = Config.fromfile(strong["config"])
+    # no ImageNet download: the checkpoint has every weight (as init_detector does by default;
+    # a semi-supervised model, e.g. SoftTeacher, holds the backbone in model.detector)
+    model_cfg = cfg.model.get("detector", cfg.model)
+    model_cfg.backbone.init_cfg = None
+    model = init_detector(
+        cfg, strong["checkpoint"], palette="random", device=device, cfg_options={}
+    )
     pipeline = get_test_pipeline_cfg(model.cfg.copy())
     pipeline[0].type = "mmdet.LoadImageFromNDArray"
     return model, Compose(pipeline)

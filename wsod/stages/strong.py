@@ -13,6 +13,17 @@ Inputs:
     ``infer``: ``[(split_json, out_json or None), ...]`` weak-label splits to detect on (val for
     evaluation, train for self-training rounds).
 
+Semi-supervised configs (``configs/soft_teacher/``: a model with mmdet's ``semi_train_cfg``,
+e.g. :class:`wsod.models.semi.WSODLabelRestrictedSoftTeacher`, and a ``ConcatDataset`` of
+[labelled, unlabelled] training datasets): the labelled dataset trains on the training
+annotations (mmdet's ``filter_empty_gt`` keeps the images with boxes); the unlabelled one on
+``[fsd_]unlabeled_images.json``, a weak-label split of the images without boxes (the config's
+``unlabeled_images = 'rest'``) or of every image (``'all'``), with their image-level labels from
+``train_split`` (default: the training file's ``info.split_file``, which ``wsod denoise``
+writes; the fully supervised reference without one: its boxes' classes). That file is in the
+run's fingerprint; which images lose their boxes is the de-noise chain's choice
+(``image_filter``, ``reliable_images``).
+
 Data root: ``data_root`` (argument) wins; else the training file's ``info.data_root``; else
 the split file named by its ``info.split_file`` (that split's ``info.data_root``). Each
 ``infer`` split uses its own ``info.data_root``. Relative roots resolve as in
@@ -22,7 +33,8 @@ Outputs in ``work_dir`` (each written atomically with a ``.meta.json`` sidecar):
     ``[fsd_]train_annotations.json``: the training boxes normalised for mmdet's
     ``CocoDataset`` (``area``, ``iscrowd``, unique ids; ground-truth ``difficult`` boxes become
     ``iscrowd`` = ignored, as mmdet's VOC loader does); ``[fsd_]strong_config.py``: the resolved
-    config; ``iter_*.pth`` + ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
+    config; ``[fsd_]unlabeled_images.json`` (semi-supervised configs); ``iter_*.pth`` +
+    ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
     work dir's checkpoints belong to (fingerprint of config + seed + boxes, supervision);
     ``[fsd_]strong_model.json``: the final checkpoint, iterations, classes, supervision; per ``infer`` pair a COCO results json
     (default ``<work_dir>/[fsd_]<split stem>_dets.json``; label ``i`` -> category id ``i + 1``).
@@ -56,6 +68,7 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -143,17 +156,101 @@ def _train_data_root(
     info = data.get("info") or {}
     if info.get("data_root"):
         return _resolve_root(info["data_root"], path)
-    split_file = info.get("split_file")
-    if split_file:
-        split_path = Path(split_file)
-        if not split_path.is_absolute() and not split_path.is_file():
-            split_path = Path(path).parent / split_path
+    split_path = _split_file(info, path)
+    if split_path is not None:
         split = contracts.load_split(split_path)
         return _resolve_root(split["info"]["data_root"], split_path)
     raise StrongStageError(
         f"{path}: no info.data_root (nor info.split_file) says where the "
         "images are; pass data_root= (--data-root DIR)"
     )
+
+
+def _split_file(info: Mapping, path: str | os.PathLike) -> Path | None:
+    """The training file's ``info.split_file`` (relative: to the cwd, else to its folder)."""
+    if not info.get("split_file"):
+        return None
+    split_path = Path(info["split_file"])
+    if not split_path.is_absolute() and not split_path.is_file():
+        split_path = Path(path).parent / split_path
+    return split_path
+
+
+# --------------------------------------------------------------------------- semi-supervised
+@dataclass
+class SemiSplit:
+    """The unlabelled images of a semi-supervised config (:mod:`wsod.models.semi`): the file
+    the stage writes (``path``), its content (a weak-label split) and the split file the image
+    labels came from (None: from the real boxes of the fully supervised reference)."""
+
+    path: Path
+    data: dict
+    labels_from: Path | None
+
+
+def _is_semi(cfg) -> bool:
+    """A semi-supervised config: its model has mmdet's ``semi_train_cfg`` (``SoftTeacher``)."""
+    return "semi_train_cfg" in (cfg.get("model") or {})
+
+
+def _image_labels(train_ann: Mapping, train_file: Path, train_split, fully: bool):
+    """``({image_id: category ids}, split path or None)`` for every training image."""
+    from wsod.models.semi import labels_from_boxes
+
+    split_path = train_split or _split_file(train_ann.get("info") or {}, train_file)
+    if split_path is None:
+        if fully:  # the reference's real boxes name their classes
+            return labels_from_boxes(train_ann), None
+        raise StrongStageError(
+            f"{train_file}: the semi-supervised config needs the train images' image-level "
+            "labels; pass train_split= (--train-split TRAIN_SPLIT_JSON) or write "
+            "info.split_file in the pseudo labels"
+        )
+    split = contracts.load_split(split_path)
+    labels = {int(im["id"]): list(im["labels"]) for im in split["images"]}
+    missing = [im["file_name"] for im in train_ann["images"] if int(im["id"]) not in labels]
+    if missing or contracts.category_names(split) != contracts.category_names(train_ann):
+        raise StrongStageError(
+            f"{split_path}: not the split {train_file} was made from ({len(missing)} training "
+            f"images missing, e.g. {missing[:2]}, or other classes); pass that split"
+        )
+    return labels, Path(split_path)
+
+
+def _semi_split(cfg, train_ann, where: tuple, root: Path, out: Path) -> SemiSplit | None:
+    """The unlabelled images of a semi-supervised config, else None
+    (``where = (config, training file, train_split, fully)``)."""
+    if not _is_semi(cfg):
+        return None
+    from wsod.models.semi import unlabeled_split
+
+    config, train_file, train_split, fully = where
+    labels, labels_from = _image_labels(train_ann, train_file, train_split, fully)
+    which = cfg.get("unlabeled_images", "rest")
+    info = {"data_root": str(root), "split": "unlabeled", "unlabeled_images": which}
+    try:
+        data = unlabeled_split(train_ann, labels, which, info)
+    except ValueError as e:
+        raise StrongStageError(f"{config}: {e}") from e
+    if not data["images"]:
+        raise StrongStageError(
+            f"{train_file}: every training image has pseudo boxes, so {config} has no "
+            "unlabelled image; leave the unreliable images without boxes in the de-noise "
+            "chain (reliable_images, image_filter) or use every image as unlabelled "
+            "(--cfg-options unlabeled_images=all)"
+        )
+    return SemiSplit(out, data, labels_from)
+
+
+def _semi_datasets(ds_cfg: Any, where: str) -> tuple[Any, Any]:
+    """The (labelled, unlabelled) datasets of a semi-supervised config's ``ConcatDataset``."""
+    datasets = ds_cfg.get("datasets")
+    if not isinstance(datasets, list | tuple) or len(datasets) != 2:
+        raise StrongStageError(
+            f"{where}: a semi-supervised config's train_dataloader.dataset must be a "
+            "ConcatDataset of [labelled, unlabelled] datasets (see configs/soft_teacher/)"
+        )
+    return datasets[0], datasets[1]
 
 
 # --------------------------------------------------------------------------- dataset wiring
@@ -210,6 +307,7 @@ def run(
     fully_supervised_gt: str | os.PathLike | None = None,
     data_root: str | os.PathLike | None = None,
     launcher: str = "none",
+    train_split: str | os.PathLike | None = None,
 ) -> dict:
     """Train ``config`` on pseudo labels (or real boxes) with mmengine's Runner, then infer.
 
@@ -226,10 +324,12 @@ def run(
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
+        train_split: a semi-supervised config's image labels (weak-label split of the training
+            images); default: the training file's ``info.split_file`` (fsd: its boxes).
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
-        "outputs": [result json paths], "train_annotations"}``.
+        "outputs": [result jsons], "train_annotations", "unlabeled_images" (None: not semi)}``.
 
     Raises:
         StrongStageError: bad inputs (message names the file and the fix).
@@ -251,8 +351,12 @@ def run(
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
-    _wire_training(cfg, config, ann_path, root, classes, max_iters)
-    job, fingerprint = _train_job(cfg, config, ann_path, prefix, train_ann, train_file, meta)
+    where = (config, train_file, train_split, fully)
+    semi = _semi_split(cfg, train_ann, where, root, work_dir / f"{prefix}unlabeled_images.json")
+    _wire_training(cfg, config, (ann_path, semi), root, classes, max_iters)
+    job, fingerprint = _train_job(
+        cfg, config, ann_path, prefix, (train_ann, train_file), meta, semi
+    )
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
     outputs = []
     for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
@@ -267,6 +371,7 @@ def run(
         "resumed_from": trained.resumed_from,
         "outputs": outputs,
         "train_annotations": str(ann_path),
+        "unlabeled_images": str(semi.path) if semi else None,
     }
 
 
@@ -285,10 +390,19 @@ def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]
     }
 
 
-def _wire_training(cfg, config, ann_path: Path, root: Path, classes, max_iters) -> None:
+def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) -> None:
     """The strong stage's training wiring: the training annotations as the (wrapped)
-    ``CocoDataset``, the schedule's length, the finite-loss hook."""
-    _set_dataset(cfg.train_dataloader.dataset, str(config), ann_path, root, classes)
+    ``CocoDataset`` (a semi-supervised config: as its labelled dataset, the unlabelled images
+    as the other; ``files = (annotations path, SemiSplit or None)``), the schedule's length,
+    the finite-loss hook."""
+    ann_path, semi = files
+    ds = cfg.train_dataloader.dataset
+    if semi is None:
+        _set_dataset(ds, str(config), ann_path, root, classes)
+    else:
+        labelled, unlabelled = _semi_datasets(ds, str(config))
+        _set_dataset(labelled, str(config), ann_path, root, classes)
+        _set_dataset(unlabelled, str(config), semi.path, root, classes)
     if max_iters is not None:
         _set_max_iters(cfg, max_iters)
     _ensure_finite_loss_hook(cfg)
@@ -337,23 +451,38 @@ def _infer_splits(infer, work_dir: Path, prefix: str, classes, train_file: Path)
     return pairs, splits
 
 
-def _train_job(cfg, config, ann_path: Path, prefix: str, train_ann, train_file: Path, meta):
+def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: SemiSplit | None):
     """The strong stage's :class:`~wsod.training.TrainJob`: rank 0 writes the training
-    annotations the dataset reads; the fingerprint is the config's and the boxes'."""
+    annotations (and a semi-supervised config's unlabelled images) the datasets read; the
+    fingerprint is the config's and the boxes' (and the unlabelled images')
+    (``train = (training annotations, training file)``)."""
+    train_ann, train_file = train
     work_dir = ann_path.parent
     ann_sha = _sha_of(train_ann)
+    semi_sha = _sha_of(semi.data, ("images", "categories")) if semi else ""
+    inputs = [train_file, *([semi.labels_from] if semi and semi.labels_from else [])]
 
-    def fingerprint_of(version: int) -> str:  # the config's and the training boxes'
-        h = hashlib.sha256((tr.run_fingerprint(cfg, [], version=version) + ann_sha).encode())
-        return tr.versioned_digest(h, version)
+    def fingerprint_of(version: int) -> str:  # the config's and the training images'
+        digest = tr.run_fingerprint(cfg, [], version=version) + ann_sha + semi_sha
+        return tr.versioned_digest(hashlib.sha256(digest.encode()), version)
 
-    def write_annotations() -> None:  # rank 0, validated on write ...
+    def write_inputs() -> None:  # rank 0, validated on write ...
         contracts.validate_train_annotations(train_ann, where=str(ann_path))
-        write_json_artifact(
-            ann_path, train_ann, config={"config": str(config)}, inputs=[train_file], **meta
-        )
+        kw = {"config": {"config": str(config)}, "inputs": inputs, **meta}
+        write_json_artifact(ann_path, train_ann, **kw)
+        if semi:
+            contracts.validate_split(semi.data, where=str(semi.path))
+            write_json_artifact(semi.path, semi.data, **kw)
+
+    def read_inputs() -> None:  # ... and on read
+        contracts.load_train_annotations(ann_path)
+        if semi:
+            contracts.load_split(semi.path)
 
     supervision = meta["extra"]["supervision"]
+    semi_record = (
+        {"unlabeled_sha256": semi_sha, "unlabeled_images": len(semi.data["images"])} if semi else {}
+    )
     job = tr.TrainJob(
         stage="strong",
         cfg=cfg,
@@ -362,24 +491,24 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train_ann, train_file: 
         run_file=work_dir / "strong_run.json",  # one per work dir: checkpoints are shared
         config_file=work_dir / f"{prefix}strong_config.py",
         model_file=work_dir / f"{prefix}strong_model.json",
-        inputs=[train_file],
+        inputs=inputs,
         meta=meta,
-        record={"train_sha256": ann_sha, "supervision": supervision},
+        record={"train_sha256": ann_sha, "supervision": supervision, **semi_record},
         model_record={"classes": meta["extra"]["classes"], "supervision": supervision},
         train_without=tr.TEST_KEYS,  # the training Runner builds no test loop
         name=f"{prefix}strong_train",
-        write_inputs=write_annotations,
-        read_inputs=lambda: contracts.load_train_annotations(ann_path),  # ... and on read
+        write_inputs=write_inputs,
+        read_inputs=read_inputs,
     )
-    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha  # noqa: E731
+    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha and not semi  # noqa: E731
     fingerprint = tr.Fingerprint(
         fingerprint_of(tr.FINGERPRINT_VERSION), fingerprint_of(1), legacy_same
     )
     return job, fingerprint
 
 
-def _sha_of(obj: Any) -> str:
-    payload = {k: obj[k] for k in ("images", "categories", "annotations")}
+def _sha_of(obj: Any, keys: Sequence[str] = ("images", "categories", "annotations")) -> str:
+    payload = {k: obj[k] for k in keys}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

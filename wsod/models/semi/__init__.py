@@ -1,0 +1,20 @@
+"""Semi-supervised retraining on incomplete pseudo labels (mmdet's ``SoftTeacher`` machinery).
+
+The labelled set is the train images whose pseudo labels a de-noise strategy trusts, the
+unlabelled set the others (or every train image): :mod:`wsod.stages.strong` wires both into a
+config whose model is :class:`WSODLabelRestrictedSoftTeacher` (``configs/soft_teacher/``). The
+unlabelled images keep their image-level labels (:class:`WSODImageLabelCocoDataset`) and the
+teacher's pseudo boxes on them are restricted to those classes. Never a ground-truth box.
+"""
+
+from .image_label_data import IMAGE_LABELS_KEY, WSODImageLabelCocoDataset  # noqa: F401
+from .label_restricted_teacher import (  # noqa: F401
+    WSODLabelRestrictedSoftTeacher,
+    restrict_to_image_labels,
+)
+from .split import (  # noqa: F401
+    UNLABELED_CHOICES,
+    labelled_image_ids,
+    labels_from_boxes,
+    unlabeled_split,
+)
