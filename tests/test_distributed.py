@@ -18,11 +18,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from proposal_grid import grid_proposals as _grid
 
 from wsod import contracts
 from wsod.utils.io import read_json, write_json
@@ -44,14 +46,7 @@ STRONG_FAST = {
 
 
 def grid_proposals(width: int, height: int) -> dict[str, np.ndarray]:
-    boxes = [[0, 0, width, height]]
-    for frac in (0.3, 0.5, 0.8):
-        s = frac * min(width, height)
-        for y in np.arange(0, height - s + 1, s / 2):
-            for x in np.arange(0, width - s + 1, s / 2):
-                boxes.append([x, y, x + s, y + s])
-    b = np.array(boxes, np.float32)
-    return {"bboxes": b, "scores": np.linspace(1, 0, len(b), dtype=np.float32)}
+    return _grid(width, height, (0.3, 0.5, 0.8))
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +83,19 @@ def cfg_args(options: dict) -> list[str]:
 
 
 def torchrun(stage_args: list[str]) -> list[dict]:
-    """``torchrun --nproc_per_node=2 -m wsod ... --launcher pytorch``; each rank's summary."""
+    """``torchrun --nproc_per_node=2 -m wsod ... --launcher pytorch``; each rank's summary.
+
+    Each rank's stdout goes to its own file (torchrun's ``--redirects 1``): printed to one pipe,
+    the two ranks' summary lines can interleave."""
+    logs = Path(tempfile.mkdtemp(prefix="torchrun_"))
     cmd = [
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
         "--nproc_per_node=2",
+        f"--log-dir={logs}",
+        "--redirects=1",
         "-m",
         "wsod",
         *stage_args,
@@ -104,10 +105,18 @@ def torchrun(stage_args: list[str]) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     env.pop("WSOD_JOBS_DIR", None)
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    tail = f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    ranks_out = "\n".join(f.read_text()[-2000:] for f in sorted(logs.rglob("std*.log")))
+    tail = f"{done.stdout[-3000:]}\n{done.stderr[-6000:]}\n{ranks_out}"
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{tail}"
-    summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert len(summaries) == 2, tail  # one per rank
+    outs = sorted(logs.rglob("stdout.log"), key=lambda f: int(f.parent.name))
+    assert len(outs) == 2, f"{sorted(logs.rglob('*'))}\n{tail}"  # one per rank
+    summaries = [
+        json.loads(line)
+        for f in outs
+        for line in f.read_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert len(summaries) == 2, tail  # one summary per rank
     return summaries
 
 

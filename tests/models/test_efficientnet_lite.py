@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from proposal_grid import grid_proposals as _grid_proposals
 
 REPO = Path(__file__).resolve().parents[2]
 CAM_LITE0 = REPO / "configs/cam/cam_efficientnet-lite0_4k_voc07-train_voc07-val.py"
@@ -157,18 +158,6 @@ def test_dilated_backbone_keeps_stride_16_and_freezes_stages():
     assert not any(m.training for m in backbone.modules() if isinstance(m, torch.nn.BatchNorm2d))
     with pytest.raises(ValueError, match="arch='lite9'"):
         WSODEfficientNetLite(arch="lite9")
-
-
-def _grid_proposals(width: int, height: int) -> dict[str, np.ndarray]:
-    """The whole image + square windows of 4 sizes at half-size stride, x1y1x2y2."""
-    boxes = [[0, 0, width, height]]
-    for frac in (0.3, 0.5, 0.7, 0.9):
-        s = frac * min(width, height)
-        for y in np.arange(0, height - s + 1, s / 2):
-            for x in np.arange(0, width - s + 1, s / 2):
-                boxes.append([x, y, x + s, y + s])
-    b = np.array(boxes, np.float32)
-    return {"bboxes": b, "scores": np.linspace(1, 0, len(b), dtype=np.float32)}
 
 
 @pytest.mark.slow

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from proposal_grid import grid_proposals
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted(p for m in ("wsddn", "oicr", "cam") for p in (REPO / "configs" / m).glob("*.py"))
@@ -30,18 +30,6 @@ def _no_download(cfg):
     if "pretrained_fcs" in cfg.model.roi_head:
         cfg.model.roi_head.pretrained_fcs = None
     return cfg
-
-
-def grid_proposals(width: int, height: int) -> dict[str, np.ndarray]:
-    """Sliding-window boxes (4 sizes, half-size stride) + the whole image, x1y1x2y2."""
-    boxes = [[0, 0, width, height]]
-    for frac in (0.3, 0.5, 0.7, 0.9):
-        s = frac * min(width, height)
-        for y in np.arange(0, height - s + 1, s / 2):
-            for x in np.arange(0, width - s + 1, s / 2):
-                boxes.append([x, y, x + s, y + s])
-    b = np.array(boxes, np.float32)
-    return {"bboxes": b, "scores": np.linspace(1, 0, len(b), dtype=np.float32)}
 
 
 def write_voc_inputs(voc_root: Path, out: Path, n: int = 3) -> tuple[Path, Path]:

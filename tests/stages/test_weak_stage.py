@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from proposal_grid import grid_proposals as _grid
 
 from wsod import contracts
 
@@ -25,15 +26,7 @@ FAST = {  # CPU test settings: no worker processes, 64 RoIs per image in trainin
 
 
 def grid_proposals(width: int, height: int) -> dict[str, np.ndarray]:
-    """Sliding-window boxes (3 sizes, half-size stride) + the whole image, x1y1x2y2."""
-    boxes = [[0, 0, width, height]]
-    for frac in (0.4, 0.6, 0.9):
-        s = frac * min(width, height)
-        for y in np.arange(0, height - s + 1, s / 2):
-            for x in np.arange(0, width - s + 1, s / 2):
-                boxes.append([x, y, x + s, y + s])
-    b = np.array(boxes, np.float32)
-    return {"bboxes": b, "scores": np.linspace(1, 0, len(b), dtype=np.float32)}
+    return _grid(width, height, (0.4, 0.6, 0.9))
 
 
 @pytest.fixture(scope="module")
