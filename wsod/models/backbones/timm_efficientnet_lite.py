@@ -29,17 +29,16 @@ from __future__ import annotations
 
 import torch.nn as nn
 from mmdet.registry import MODELS
-from mmengine.model import BaseModule
-from torch.nn.modules.batchnorm import _BatchNorm
 
 import wsod.utils.weights  # noqa: F401  (registers the timm:// checkpoint scheme)
+from wsod.models.backbones.staged import WSODStagedBackbone
 
 ARCHS = {"lite0": "tf_efficientnet_lite0", "lite1": "tf_efficientnet_lite1",
          "lite2": "tf_efficientnet_lite2"}  # fmt: skip
 
 
 @MODELS.register_module()
-class WSODEfficientNetLite(BaseModule):
+class WSODEfficientNetLite(WSODStagedBackbone):
     """timm EfficientNet-Lite features with mmdet's backbone conventions.
 
     Args:
@@ -108,12 +107,3 @@ class WSODEfficientNetLite(BaseModule):
             if stage in self.out_indices:
                 outs.append(x)
         return tuple(outs)
-
-    def train(self, mode=True):
-        super().train(mode)
-        self._freeze_stages()
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, _BatchNorm):
-                    m.eval()
-        return self

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import torch.nn as nn
 from mmdet.registry import MODELS
-from mmengine.model import BaseModule
-from torch.nn.modules.batchnorm import _BatchNorm
 
+from wsod.models.backbones.staged import WSODStagedBackbone
 from wsod.utils.weights import ensure_torchvision_checkpoint
 
 _STAGE_ENDS = (2, 4, 7, 14, 19)  # exclusive end index in ``features`` of each stage
@@ -30,7 +29,7 @@ STAGE_CHANNELS = (16, 24, 32, 96, 1280)
 
 
 @MODELS.register_module()
-class WSODMobileNetV2(BaseModule):
+class WSODMobileNetV2(WSODStagedBackbone):
     """torchvision MobileNetV2 features with mmdet's backbone conventions.
 
     Args:
@@ -102,12 +101,3 @@ class WSODMobileNetV2(BaseModule):
             if stage >= max(self.out_indices):
                 break
         return tuple(outs)
-
-    def train(self, mode=True):
-        super().train(mode)
-        self._freeze_stages()
-        if mode and self.norm_eval:
-            for m in self.modules():
-                if isinstance(m, _BatchNorm):
-                    m.eval()
-        return self
