@@ -70,7 +70,9 @@ default_hooks = dict(checkpoint=dict(interval=100))
 # VOC config: 0.999^5000 leaves under 1 % of the initial weights); over the demo's 300
 # iterations it would leave 0.999^300 = 74 % of the randomly initialised heads in the teacher,
 # which then labels and detects almost nothing. 0.01 leaves 0.99^300 = 5 %.
+burn_in_iters = 200  # two thirds of the schedule: the teacher starts from a detector near the plain one
 custom_hooks = [
     dict(type='WSODFiniteLossHook', interval=1),
+    dict(type='WSODBurnInHook', burn_in_iters=burn_in_iters, ramp_iters=0),
     dict(type='MeanTeacherHook', momentum=0.01),
 ]

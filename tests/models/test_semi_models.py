@@ -148,3 +148,46 @@ def test_unlabelled_split_rest_all_and_labels_from_boxes():
         unlabeled_split(train, {1: [1]}, "rest", {"data_root": "r"})
     with pytest.raises(ValueError, match="rest"):
         unlabeled_split(train, labels, "labelled", {"data_root": "r"})
+
+
+def test_unsup_weight_burn_in_and_ramp():
+    from wsod.models.semi import unsup_weight_at
+
+    assert [unsup_weight_at(i, 2.0, 3, 0) for i in range(5)] == [0, 0, 0, 2.0, 2.0]
+    assert [unsup_weight_at(i, 2.0, 1, 4) for i in range(6)] == [0, 0.5, 1.0, 1.5, 2.0, 2.0]
+    assert unsup_weight_at(0, 1.0, 0, 0) == 1.0
+
+
+def test_burn_in_hook_refuses_a_plain_detector_and_negative_iterations():
+    from types import SimpleNamespace
+
+    from wsod.models.semi import WSODBurnInHook
+
+    with pytest.raises(ValueError, match="burn_in_iters"):
+        WSODBurnInHook(-1)
+    runner = SimpleNamespace(model=torch.nn.Linear(1, 1), max_iters=3)
+    with pytest.raises(TypeError, match="student"):
+        WSODBurnInHook(1).before_train(runner)
+
+
+def test_select_pseudo_instances_threshold_restriction_and_top1_promotion():
+    from mmengine.structures import InstanceData
+
+    from wsod.models.semi import select_pseudo_instances
+
+    found = InstanceData(
+        bboxes=torch.arange(20, dtype=torch.float32).reshape(5, 4),
+        labels=torch.tensor([0, 0, 1, 2, 1]),
+        scores=torch.tensor([0.9, 0.2, 0.3, 0.95, 0.4]),
+    )
+    # image labels {0, 1}: class 2 goes; class 0 keeps its box above 0.5; class 1 has none
+    plain, n = select_pseudo_instances(found, [0, 1], 0.5, top1=False)
+    assert plain.labels.tolist() == [0] and n == 0
+    kept, n = select_pseudo_instances(found, [0, 1], 0.5, top1=True)
+    assert n == 1 and kept.labels.tolist() == [0, 1]
+    assert kept.bboxes[1].tolist() == found.bboxes[4].tolist()  # class 1's best box (0.4)
+    assert kept.scores.tolist() == [pytest.approx(0.9), 1.0]  # promoted: score 1
+    assert found.scores[4] == pytest.approx(0.4)  # the input is unchanged
+    # a labelled class the teacher did not detect at all gets no box
+    none, n = select_pseudo_instances(found, [3], 0.5, top1=True)
+    assert len(none) == 0 and n == 0

@@ -43,6 +43,7 @@ FAST = {
     "model.detector.test_cfg.rcnn.score_thr": 0.0,
     "model.semi_train_cfg.pseudo_label_initial_score_thr": 0.0,
     "model.semi_train_cfg.cls_pseudo_thr": 0.0,
+    "custom_hooks.1.burn_in_iters": 0,  # the unlabelled branch from the first iteration
 }
 
 
@@ -127,6 +128,34 @@ def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
     image = Path(split["info"]["data_root"]) / split["images"][0]["file_name"]
     predicted = predict.run([image], tmp_path / "predict", strong_dir=work, device="cpu")
     assert read_json(tmp_path / "predict" / "detections.json"), predicted
+
+
+def test_burn_in_skips_the_teacher_then_copies_the_student(voc4, tmp_path, monkeypatch):
+    from wsod.models import semi
+    from wsod.stages.strong import run
+
+    calls = []
+    pseudo = semi.WSODLabelRestrictedSoftTeacher.get_pseudo_instances
+
+    def spy(self, inputs, samples):
+        # the teacher equals the student at the first semi-supervised iteration
+        same = all(
+            torch.equal(a, b)
+            for a, b in zip(
+                self.teacher.state_dict().values(), self.student.state_dict().values(), strict=True
+            )
+        )
+        calls.append((float(self.semi_train_cfg.unsup_weight), same))
+        return pseudo(self, inputs, samples)
+
+    monkeypatch.setattr(semi.WSODLabelRestrictedSoftTeacher, "get_pseudo_instances", spy)
+    opts = {**FAST, "custom_hooks.1.burn_in_iters": 2}
+    run(SEMI_CONFIG, voc4["pseudo"], tmp_path / "strong", cfg_options=opts, max_iters=3)
+    # iterations 1-2: labelled images only (no teacher pass); iteration 3: the teacher, a copy
+    # of the student trained two iterations, mines boxes at the config's unsup_weight
+    assert calls == [(1.0, True)]
+    log = next((tmp_path / "strong").glob("*/*.log")).read_text()
+    assert "burn-in over at iteration 2" in log
 
 
 def test_resume_fingerprint_and_all_images_unlabelled(voc4, tmp_path):

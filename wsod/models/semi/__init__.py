@@ -7,10 +7,12 @@ unlabelled images keep their image-level labels (:class:`WSODImageLabelCocoDatas
 teacher's pseudo boxes on them are restricted to those classes. Never a ground-truth box.
 """
 
+from .burn_in_hook import WSODBurnInHook, unsup_weight_at  # noqa: F401
 from .image_label_data import IMAGE_LABELS_KEY, WSODImageLabelCocoDataset  # noqa: F401
 from .label_restricted_teacher import (  # noqa: F401
     WSODLabelRestrictedSoftTeacher,
     restrict_to_image_labels,
+    select_pseudo_instances,
 )
 from .split import (  # noqa: F401
     UNLABELED_CHOICES,
