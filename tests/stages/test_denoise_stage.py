@@ -148,6 +148,22 @@ def test_ablate_needs_reference(tmp_path):
         run(dets, split, tmp_path / "o.json", ablate=True)
 
 
+@pytest.mark.parametrize("info", [{"has_boxes": False}, {"boxed_images": [10]}])
+def test_quality_report_refuses_tags_only_reference(tmp_path, info):
+    split = write(tmp_path / "train.json", tiny_split())
+    dets = write(tmp_path / "dets.json", TINY_DETS)
+    ref = tiny_split()
+    for im in ref["images"]:
+        im.pop("labels")
+    ref["info"] = info
+    ref["annotations"] = []
+    ref_path = write(tmp_path / "tags_gt.json", ref)
+    with pytest.raises(ValueError, match="tags_gt.json: reference boxes for .*tags-only"):
+        run(dets, split, tmp_path / "o.json", quality_gt=ref_path)
+    assert not Path(f"{tmp_path / 'o.json'}.quality.json").exists()
+    load_pseudo_labels(tmp_path / "o.json")  # the pseudo labels themselves were written
+
+
 # --------------------------------------------------------------------------- real VOC
 def voc_labels(root: Path, ids: list[str]) -> dict[str, list[int]]:
     """Image-level labels (category id = VOC index + 1) from the official per-class lists."""

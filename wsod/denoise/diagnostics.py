@@ -29,7 +29,8 @@ from wsod.denoise.chain import (
     parse_strategies,
 )
 from wsod.denoise.labels import pseudo_boxes
-from wsod.evaluation.localization import localization_quality, read_reference_boxes
+from wsod.evaluation.gt import gt_to_arrays, load_gt
+from wsod.evaluation.localization import localization_quality
 
 NOTE = "diagnosis only: reference boxes were not used to choose pseudo labels"
 IOU_THR = 0.5
@@ -47,9 +48,20 @@ def reference_boxes(
     """The reference boxes of ``path`` restricted to the split's images.
 
     Raises:
-        ValueError: an image of the split is not in the reference file.
+        ValueError: the file has no boxes or boxes for some images only (tags-only data), or an
+            image of the split is not in it.
     """
-    ref = read_reference_boxes(path)
+    gt = load_gt(path)
+    info = gt.get("info") or {}
+    if info.get("has_boxes") is False or info.get("boxed_images") is not None:
+        some = info.get("boxed_images")
+        which = "no image" if some is None else f"{len(some)} images only"
+        raise ValueError(
+            f"{path}: reference boxes for {which} (tags-only data), so the pseudo-label quality "
+            "cannot be measured on the split; leave out --quality-gt / --ablate, or give boxes for "
+            "every image of the split (`wsod data --boxes FILE`)"
+        )
+    ref = gt_to_arrays(gt)
     ids = np.array([im["id"] for im in images], np.int64)
     if not np.isin(ids, ref["image_set"]).all():
         missing = int((~np.isin(ids, ref["image_set"])).sum())
