@@ -98,7 +98,9 @@ class WSODWeakDetector(BaseDetector):
         flip, scales = self._tta_views()
         if not flip and scales == (1.0,):
             feats = self.extract_feat(batch_inputs)
-            results = self.roi_head.predict(feats, boxes, scores, metas, rescale=rescale)
+            results = self.roi_head.predict(
+                feats, boxes, scores, metas, rescale=rescale, **self._images(batch_inputs)
+            )
         else:
             results = [
                 nms_detections(
@@ -111,6 +113,11 @@ class WSODWeakDetector(BaseDetector):
                 for i in range(len(boxes))
             ]
         return self.add_pred_to_datasample(batch_data_samples, results)
+
+    def _images(self, inputs: Tensor) -> dict:
+        """``images=inputs`` for a head that refines its maps on the image (the CAM head's
+        ``refine``), else nothing (the other heads take no images)."""
+        return {"images": inputs} if getattr(self.roi_head, "refine", None) else {}
 
     def _tta_views(self) -> tuple[bool, tuple[float, ...]]:
         cfg = self.test_cfg or {}
@@ -150,7 +157,7 @@ class WSODWeakDetector(BaseDetector):
                 xv = F.pad(xv, (0, pad_w, 0, pad_h))  # the preprocessor's pad value, 0
                 feats = self.extract_feat(xv)
                 view = self.roi_head.proposal_class_scores(
-                    feats, [bv], [proposal_scores], [view_meta]
+                    feats, [bv], [proposal_scores], [view_meta], **self._images(xv)
                 )
                 total = total + view[0]
                 views += 1

@@ -47,6 +47,7 @@ from mmengine.model import BaseModule
 from mmengine.structures import InstanceData
 from torch import Tensor
 
+from .cam_refine import refine_cams
 from .wsddn_head import image_label_targets, nms_detections
 
 
@@ -232,6 +233,12 @@ class WSODCAMHead(BaseModule):
         context_ratio: outer size of ``context``'s frame, relative to the box.
         context_mass: ``context``'s contrast x (the box's share of the mass) ** this.
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
+        refine: ``dict(iters=10, dilations=(1, 2, 4, 8, 12, 24), sigma=0.1, min_prob=0.0)`` to
+            refine the upsampled CAMs by a colour random walk on the input image before scoring
+            (:func:`~wsod.models.roi_heads.cam_refine.refine_cams`), only the classes whose
+            probability is at least ``min_prob`` (the others score nothing much anyway and cost
+            as much); None: as they are. Needs the input images at test time
+            (``WSODWeakDetector`` passes them).
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
 
@@ -251,6 +258,7 @@ class WSODCAMHead(BaseModule):
         context_ratio: float = 1.8,
         context_mass: float = 0.0,
         upsample: int = 4,
+        refine: dict | None = None,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
     ) -> None:
@@ -267,6 +275,13 @@ class WSODCAMHead(BaseModule):
         self.context_ratio = context_ratio
         self.context_mass = context_mass
         self.upsample = upsample
+        unknown = set(refine or {}) - {"iters", "dilations", "sigma", "min_prob"}
+        if unknown:
+            raise ValueError(
+                f"WSODCAMHead refine: unknown keys {sorted(unknown)}; known: iters, dilations, "
+                "sigma, min_prob"
+            )
+        self.refine = dict(refine) if refine else None
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
         nn.init.normal_(self.fc_cls.weight, std=0.01)
@@ -298,8 +313,12 @@ class WSODCAMHead(BaseModule):
         proposals: list[Tensor],
         proposal_scores: list[Tensor] | None = None,
         batch_img_metas: list[dict] | None = None,
+        images: Tensor | None = None,
     ) -> list[Tensor]:
-        """Per image (R_i, C) CAM box scores times class probabilities."""
+        """Per image (R_i, C) CAM box scores times class probabilities (``images``: the
+        (B, 3, H, W) inputs, needed with ``refine``)."""
+        if self.refine and images is None:
+            raise ValueError("WSODCAMHead with refine needs the input images to score boxes")
         cams = self.forward(feats)
         probs = torch.sigmoid(cams.mean(dim=(2, 3)))  # (B, C)
         scale = self.upsample  # map pixels are ``upsample`` input pixels
@@ -311,9 +330,12 @@ class WSODCAMHead(BaseModule):
         out = []
         for i, boxes in enumerate(proposals):
             cam = maps[i]
+            h, w = images.shape[-2:] if images is not None else (None, None)
             if batch_img_metas is not None:  # drop the padding
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
+            if self.refine:
+                cam = self._refined(cam, images[i, :, :h, :w], probs[i])
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
             box_scores = cam_box_scores(
                 cam,
@@ -330,6 +352,16 @@ class WSODCAMHead(BaseModule):
             out.append(box_scores * probs[i])
         return out
 
+    def _refined(self, cam: Tensor, image: Tensor, probs: Tensor) -> Tensor:
+        """``cam`` with the classes of probability >= ``refine['min_prob']`` refined."""
+        opts = dict(self.refine)
+        which = probs >= float(opts.pop("min_prob", 0.0))
+        if not which.any():
+            return cam
+        cam = cam.clone()
+        cam[which] = refine_cams(cam[which], image, **opts)
+        return cam
+
     def predict(
         self,
         feats: tuple[Tensor],
@@ -337,8 +369,11 @@ class WSODCAMHead(BaseModule):
         proposal_scores: list[Tensor],
         batch_img_metas: list[dict],
         rescale: bool = True,
+        images: Tensor | None = None,
     ) -> list[InstanceData]:
-        scores = self.proposal_class_scores(feats, proposals, proposal_scores, batch_img_metas)
+        scores = self.proposal_class_scores(
+            feats, proposals, proposal_scores, batch_img_metas, images=images
+        )
         return [
             nms_detections(b, s, meta, rescale, self.test_cfg)
             for b, s, meta in zip(proposals, scores, batch_img_metas, strict=True)
