@@ -104,3 +104,16 @@ def test_committed_pipelines_pass_the_check(pipeline):
     if "cam" in pipe["weak"]["config"]:
         image_mode = {"model.roi_head.score_mode": "image", "model.roi_head.test_cfg.score_thr": 0}
         tr.load_config(REPO / pipe["weak"]["config"], image_mode)
+
+
+@pytest.mark.parametrize(
+    "opt", ["model.roi_head.refine=dict(iters=10,dilations=(1,2))", "x=dict(a=1)"]
+)
+def test_a_dict_value_is_refused_with_the_syntax_that_works(opt):
+    from wsod.commands import parse_cfg_options
+
+    # mmengine's DictAction recurses forever on the first and keeps the second as a string
+    with pytest.raises(ValueError, match=r"one KEY\.SUB=VALUE per entry"):
+        parse_cfg_options([opt])
+    parsed = parse_cfg_options(["a.b=1", "c=[1,2]", "+d.e=(1,2)", "f=none_of_these"])
+    assert parsed == {"a.b": 1, "c": [1, 2], "+d.e": (1, 2), "f": "none_of_these"}
