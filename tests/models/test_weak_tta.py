@@ -109,3 +109,34 @@ def test_bad_scales_are_refused(scales):
     x, meta = _image()
     with pytest.raises(ValueError, match="scales"):
         _detector(dict(scales=scales)).tta_class_scores(x, BOXES, torch.zeros(4), meta)
+
+
+@pytest.mark.parametrize("test_cfg", [None, dict(flip=True, scales=[1.0, 2.0])])
+def test_a_refining_head_gets_the_images_on_both_paths(test_cfg, monkeypatch):
+    """The detector hands the (view's) input image to a CAM head with ``refine`` (plain path
+    and every TTA view); without refine the head gets none."""
+    from wsod.models.roi_heads import cam_head
+
+    seen = []
+    refine = cam_head.refine_cams
+
+    def spy(cam, image, **kw):
+        seen.append(tuple(image.shape))
+        return refine(cam, image, **kw)
+
+    monkeypatch.setattr(cam_head, "refine_cams", spy)
+    x, meta = _image()
+    det = _detector(test_cfg)
+    det.roi_head.refine = dict(iters=2, dilations=(1, 2))
+    sample = DetDataSample(metainfo=meta)
+    sample.proposals = InstanceData(bboxes=BOXES.clone(), scores=torch.zeros(4))
+    with torch.no_grad():
+        out = det.predict(x[None], [sample])[0].pred_instances
+    views = 1 if test_cfg is None else 4  # 2 scales x 2 flips
+    assert len(seen) == views and seen[0] == (3, H, W)  # the image without its padding
+    assert out.labels[0] == 0 and out.bboxes[0].tolist() == BOXES[0].tolist()
+    seen.clear()
+    det.roi_head.refine = None
+    with torch.no_grad():
+        det.predict(x[None], [sample])
+    assert seen == []
