@@ -334,7 +334,7 @@ class WSODCAMHead(BaseModule):
             if batch_img_metas is not None:  # drop the padding
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
-            if self.refine:
+            if self.refine and self.score_mode != "image":  # 'image' ignores the maps
                 cam = self._refined(cam, images[i, :, :h, :w], probs[i])
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
             box_scores = cam_box_scores(
