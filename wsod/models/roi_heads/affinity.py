@@ -1,0 +1,122 @@
+"""Learned inter-pixel affinities from CAM seeds (AffinityNet, Ahn & Kwak CVPR 2018): targets,
+prediction and loss, on the same sparse neighbourhood as the random walk of
+:mod:`wsod.models.roi_heads.cam_refine`.
+
+Image labels give no pixel labels, but a CAM's most confident pixels do: ``seeds`` marks each
+pixel as one class (its CAM, divided by its maximum, above ``hi``), background (every class
+below ``lo``) or unknown. Two seeded pixels within reach of each other are a positive pair
+(same seed) or a negative pair (different seeds); pairs with an unknown pixel are not used.
+A network predicts an embedding per pixel; the affinity of a pair is ``exp(-||f_i - f_j||_1)``
+(AffinityNet's form: 1 for equal embeddings). The loss balances background-positive,
+foreground-positive and negative pairs (1/4, 1/4, 1/2) as AffinityNet does. The predicted
+affinities, raised to a power ``beta`` and normalised over each pixel's neighbours, are the
+transition probabilities :func:`~wsod.models.roi_heads.cam_refine.propagate` walks with.
+
+Only image labels and the black box's own maps are used: never a ground-truth box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from .cam_refine import neighbours
+
+IGNORE = -1  # seed value of pixels that are neither confident foreground nor background
+BACKGROUND = 0  # seed value of confident background; class c is seed c + 1
+
+
+def cam_seeds(cams: Tensor, labels: Sequence[int], hi: float = 0.6, lo: float = 0.1) -> Tensor:
+    """Seed labels of one image from its CAMs and image labels.
+
+    Args:
+        cams: (C, H, W) non-negative maps.
+        labels: the image's classes (0-based); the other classes' maps are not used.
+        hi: a pixel is seeded with the labelled class of largest normalised map when that map
+            is >= ``hi`` (fraction of the class map's maximum).
+        lo: a pixel is background when every labelled class's normalised map is < ``lo``.
+
+    Returns:
+        (H, W) long: ``c + 1`` for class ``c``, :data:`BACKGROUND`, or :data:`IGNORE`.
+    """
+    if not 0 <= lo <= hi <= 1:
+        raise ValueError(f"cam_seeds: need 0 <= lo <= hi <= 1, got lo={lo}, hi={hi}")
+    h, w = cams.shape[-2:]
+    seeds = torch.full((h, w), IGNORE, dtype=torch.long, device=cams.device)
+    labels = sorted({int(c) for c in labels})
+    if not labels:
+        return seeds.fill_(BACKGROUND)
+    maps = cams[labels]
+    maps = maps / maps.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
+    best, which = maps.max(dim=0)
+    fg = best >= hi
+    seeds[fg] = torch.as_tensor(labels, device=cams.device)[which[fg]] + 1
+    seeds[best < lo] = BACKGROUND
+    return seeds
+
+
+def affinity_targets(seeds: Tensor, dilations: Sequence[int]) -> dict[str, Tensor]:
+    """Pair masks between every pixel and its neighbours (the layout of
+    :func:`~wsod.models.roi_heads.cam_refine.neighbours`).
+
+    Args:
+        seeds: (H, W) from :func:`cam_seeds`.
+
+    Returns:
+        ``bg_pos``, ``fg_pos``, ``neg``: (K, H, W) bool masks (both pixels seeded: same
+        background, same class, different).
+    """
+    s = seeds[None, None].float()
+    other = neighbours(s, dilations)[0, 0].long()  # (K, H, W)
+    centre = seeds[None].expand_as(other)
+    known = (centre != IGNORE) & (other != IGNORE)
+    same = known & (centre == other)
+    return {
+        "bg_pos": same & (centre == BACKGROUND),
+        "fg_pos": same & (centre != BACKGROUND),
+        "neg": known & (centre != other),
+    }
+
+
+def predicted_affinities(embedding: Tensor, dilations: Sequence[int]) -> Tensor:
+    """``exp(-||f_i - f_j||_1)`` (mean over channels) between each pixel and its neighbours.
+
+    Args:
+        embedding: (B, D, H, W) per-pixel features.
+
+    Returns:
+        (B, K, H, W) in (0, 1].
+    """
+    near = neighbours(embedding, dilations)  # (B, D, K, H, W)
+    return torch.exp(-(near - embedding[:, :, None]).abs().mean(dim=1))
+
+
+def affinity_loss(affinities: Tensor, targets: dict[str, Tensor]) -> Tensor:
+    """AffinityNet's balanced loss for one image: 1/4 background-positive + 1/4
+    foreground-positive (``-log a``) + 1/2 negative (``-log(1 - a)``) pairs, each averaged over
+    its pairs (a kind without pairs adds nothing).
+
+    Args:
+        affinities: (K, H, W) predicted affinities of one image.
+        targets: :func:`affinity_targets` of its seeds.
+    """
+    eps = 1e-5
+    terms = (
+        (0.25, -torch.log(affinities + eps), targets["bg_pos"]),
+        (0.25, -torch.log(affinities + eps), targets["fg_pos"]),
+        (0.5, -torch.log(1 - affinities + eps), targets["neg"]),
+    )
+    loss = affinities.new_zeros(())
+    for weight, values, mask in terms:
+        if mask.any():
+            loss = loss + weight * values[mask].mean()
+    return loss
+
+
+def transition_weights(affinities: Tensor, beta: float = 8.0) -> Tensor:
+    """Row-stochastic walk weights from predicted affinities: ``a ** beta`` normalised over
+    each pixel's neighbours (AffinityNet's beta sharpens the walk at boundaries)."""
+    powered = affinities.clamp(min=0).pow(beta)
+    return powered / powered.sum(dim=1, keepdim=True).clamp(min=1e-12)
