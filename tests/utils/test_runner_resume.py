@@ -44,7 +44,7 @@ def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
     data.write_text("[1]")
     cfg = make_cfg(**{"model.roi_head": dict(type="H", test_cfg=dict(nms=0.3))})
     base = rn.run_fingerprint(cfg, [data])
-    assert base.startswith("v2:")
+    assert base.startswith("v3:")
     for change in (
         {"model.roi_head.test_cfg.nms": 0.5},
         {"model.test_cfg": dict(flip=True, scales=[0.75, 1.0])},
@@ -56,6 +56,29 @@ def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
             cfg, [data], version=1
         )
     assert rn.run_fingerprint(make_cfg(**{"model.roi_head.type": "G"}), [data]) != base
+
+
+def test_fingerprint_leaves_out_a_heads_test_time_arguments(tmp_path):
+    """The CAM head's box-scoring settings (``WSODCAMHead.TEST_TIME_ARGS``) do not retrain the
+    black box; its classifier's arguments do."""
+    data = tmp_path / "train.json"
+    data.write_text("[1]")
+    head = dict(type="WSODCAMHead", num_classes=5, in_channels=1280, score_mode="mass_minus_area")
+    base = rn.run_fingerprint(make_cfg(**{"model.roi_head": head}), [data])
+    for change in (
+        {"score_mode": "thresholded", "cam_thr": 0.5},
+        {"refine": dict(iters=10, dilations=(1, 2))},
+        {"area_weight": 0.7, "upsample": 4},
+    ):
+        changed = make_cfg(**{"model.roi_head": dict(head, **change)})
+        assert rn.run_fingerprint(changed, [data]) == base, change
+        # version 2 (run files of the previous version) counted them
+        assert rn.run_fingerprint(changed, [data], version=2) != rn.run_fingerprint(
+            make_cfg(**{"model.roi_head": head}), [data], version=2
+        )
+    for change in ({"in_channels": 320}, {"num_classes": 6}, {"dropout": 0.2}):
+        changed = make_cfg(**{"model.roi_head": dict(head, **change)})
+        assert rn.run_fingerprint(changed, [data]) != base, change
 
 
 def fake_run(work, fingerprint=None, record=None):
@@ -95,6 +118,11 @@ def test_resume_point(tmp_path):
     # a run file of an older version holds the version-1 fingerprint: still the same run
     fake_run(tmp_path / "v1", "h")
     last, stale = rn.resume_point(tmp_path / "v1", tmp_path / "v1/run.json", "v2:f", None, "h")
+    assert last.endswith("iter_2.pth") and stale is None
+    # ... or the version-2 one: any of the older versions' fingerprints of the same run
+    fake_run(tmp_path / "v2", "v2:g")
+    old = ("h", "v2:g")
+    last, stale = rn.resume_point(tmp_path / "v2", tmp_path / "v2/run.json", "v3:f", None, old)
     assert last.endswith("iter_2.pth") and stale is None
     fake_run(tmp_path / "norecord")
     last, _ = rn.resume_point(tmp_path / "norecord", tmp_path / "norecord/run.json", "f")

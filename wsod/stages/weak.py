@@ -255,9 +255,8 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.Tr
 
 
 def _fingerprint(cfg, job: tr.TrainJob) -> tr.Fingerprint:
-    return tr.Fingerprint(
-        tr.run_fingerprint(cfg, job.inputs), legacy=tr.run_fingerprint(cfg, job.inputs, version=1)
-    )
+    old = tuple(tr.run_fingerprint(cfg, job.inputs, version=v) for v in (1, 2))
+    return tr.Fingerprint(tr.run_fingerprint(cfg, job.inputs), legacy=old)
 
 
 def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[tuple]:

@@ -22,8 +22,11 @@ from wsod.training.config import EVAL_KEYS, TEST_KEYS, without
 RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher")
 """Config keys that do not change what a training run computes (left out of its fingerprint)."""
 
-FINGERPRINT_VERSION = 2
-"""Version 2 leaves the model's ``test_cfg`` out; version 1 (run files of older versions) kept it."""
+FINGERPRINT_VERSION = 3
+"""Version 3 also leaves out the constructor arguments a model class lists in its
+``TEST_TIME_ARGS`` (e.g. the CAM head's box-scoring settings); version 2 left the model's
+``test_cfg`` out; version 1 (run files of older versions) kept it. Run files holding an older
+version's fingerprint of the same run still resume (:class:`~wsod.training.flow.Fingerprint`)."""
 
 
 def latest_checkpoint(work_dir: str | os.PathLike) -> str | None:
@@ -49,6 +52,29 @@ def without_test_cfg(obj: Any) -> Any:
     return obj
 
 
+def test_time_args(type_name: Any) -> tuple[str, ...]:
+    """The ``TEST_TIME_ARGS`` of the model class registered as ``type_name`` (none when it is
+    not a registered name): constructor arguments used at inference only."""
+    if not isinstance(type_name, str):
+        return ()
+    from mmdet.registry import MODELS
+
+    import wsod.models  # noqa: F401  (registers the project's modules)
+
+    cls = MODELS.get(type_name)
+    return tuple(getattr(cls, "TEST_TIME_ARGS", ())) if cls is not None else ()
+
+
+def without_test_time_args(obj: Any) -> Any:
+    """A copy of a (nested) model config without each module's :func:`test_time_args`."""
+    if isinstance(obj, Mapping):
+        drop = set(test_time_args(obj.get("type")))
+        return {k: without_test_time_args(v) for k, v in obj.items() if k not in drop}
+    if isinstance(obj, list | tuple):
+        return [without_test_time_args(v) for v in obj]
+    return obj
+
+
 def versioned_digest(h: Any, version: int) -> str:
     """A fingerprint's text: ``'v<version>:<hex>'``, or the plain hex of version 1."""
     return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
@@ -63,8 +89,9 @@ def run_fingerprint(
     does the number of processes (the launcher's settings are added after fingerprinting).
 
     Args:
-        version: 2 (current; returned as ``'v2:<hex>'``) or 1 (plain hex, the model's
-            ``test_cfg`` included): what run files written by older versions hold.
+        version: 3 (current; returned as ``'v3:<hex>'``), 2 (``test_time_args`` included) or 1
+            (plain hex, the model's ``test_cfg`` included too): what run files written by older
+            versions hold.
     """
     from wsod.utils.io import file_sha256
 
@@ -73,6 +100,8 @@ def run_fingerprint(
         train.pop(key, None)
     if version >= 2 and "model" in train:
         train["model"] = without_test_cfg(train["model"])
+    if version >= 3 and "model" in train:
+        train["model"] = without_test_time_args(train["model"])
     h = hashlib.sha256(json.dumps(train, sort_keys=True, default=repr).encode())
     for path in inputs:
         h.update(file_sha256(path).encode())
@@ -84,7 +113,7 @@ def resume_point(
     run_file: str | os.PathLike,
     fingerprint: str,
     legacy_same: Callable[[dict], bool] | None = None,
-    legacy_fingerprint: str | None = None,
+    legacy_fingerprint: str | Sequence[str] | None = None,
 ) -> tuple[str | None, Path | None]:
     """The checkpoint to resume from, for a run with ``fingerprint`` in ``work_dir``.
 
@@ -101,8 +130,8 @@ def resume_point(
         fingerprint: :func:`run_fingerprint` of the run about to train.
         legacy_same: for a run file without a fingerprint (older versions): a callable
             ``record -> bool`` saying whether it is the same run (default: it is).
-        legacy_fingerprint: the run's fingerprint as older versions computed it (version 1 of
-            :func:`run_fingerprint`); a run file holding it is the same run.
+        legacy_fingerprint: the run's fingerprint(s) as older versions computed it (versions 1
+            and 2 of :func:`run_fingerprint`); a run file holding one is the same run.
 
     Returns:
         ``(checkpoint or None, the folder the stale run was moved to or None)``.
@@ -115,7 +144,9 @@ def resume_point(
         return None, None
     record = read_json(run_file) if run_file.is_file() else {}
     if "fingerprint" in record:
-        same = record["fingerprint"] in {fingerprint, legacy_fingerprint}
+        legacy = [legacy_fingerprint] if isinstance(legacy_fingerprint, str) else []
+        legacy += [] if isinstance(legacy_fingerprint, str) else list(legacy_fingerprint or [])
+        same = record["fingerprint"] in {fingerprint, *legacy}
     else:
         same = legacy_same(record) if (legacy_same and record) else True
     if same:

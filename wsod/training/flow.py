@@ -34,12 +34,12 @@ class Fingerprint:
 
     Attributes:
         current: :func:`wsod.training.run_fingerprint` (or a stage's digest built on it).
-        legacy: the same run's fingerprint as older versions wrote it (version 1).
+        legacy: the same run's fingerprint(s) as older versions wrote it (versions 1, 2).
         legacy_same: for run files without a fingerprint: ``record -> same run?``.
     """
 
     current: str
-    legacy: str | None = None
+    legacy: str | tuple[str, ...] | None = None
     legacy_same: Callable[[dict], bool] | None = None
 
 

@@ -242,6 +242,21 @@ class WSODCAMHead(BaseModule):
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
 
+    # used at inference only: left out of the training run's fingerprint, so changing them
+    # (``--cfg-options``, a pipeline edit) detects again with the same checkpoint
+    TEST_TIME_ARGS = (
+        "score_mode",
+        "cam_thr",
+        "area_weight",
+        "cam_power",
+        "split_zones",
+        "min_zone_share",
+        "context_ratio",
+        "context_mass",
+        "upsample",
+        "refine",
+    )
+
     def __init__(
         self,
         num_classes: int,
