@@ -100,15 +100,15 @@ def parse_cfg_options(opts) -> dict | None:
     ns = argparse.Namespace()
     for opt in opts:
         try:
+            # a dict(...) value: DictAction keeps a flat one as a string, recurses on a nested one
+            if str(opt).partition("=")[2].strip().startswith("dict("):
+                raise ValueError(opt)
             DictAction(option_strings=[], dest="cfg_options")(None, ns, [opt])
-            value = str(opt).partition("=")[2].strip()
-            if value.startswith("dict("):  # DictAction would keep it as a string
-                raise ValueError("a dict")
-        except (RecursionError, ValueError, SyntaxError) as e:
+        except (RecursionError, ValueError, SyntaxError):
             raise ValueError(
-                f"--cfg-options {opt!r}: cannot parse the value ({type(e).__name__}); values are "
-                "numbers, strings, None/True/False, lists [a,b] or tuples (a,b); give a dict as "
-                "one KEY.SUB=VALUE per entry (e.g. +model.roi_head.refine.iters=10)"
+                f"--cfg-options {opt!r}: cannot parse the value; values are numbers, strings, "
+                "None/True/False, lists [a,b] or tuples (a,b); give a dict as one KEY.SUB=VALUE "
+                "per entry (e.g. +model.roi_head.refine.iters=10)"
             ) from None
     return ns.cfg_options
 

@@ -144,9 +144,8 @@ def resume_point(
         return None, None
     record = read_json(run_file) if run_file.is_file() else {}
     if "fingerprint" in record:
-        legacy = [legacy_fingerprint] if isinstance(legacy_fingerprint, str) else []
-        legacy += [] if isinstance(legacy_fingerprint, str) else list(legacy_fingerprint or [])
-        same = record["fingerprint"] in {fingerprint, *legacy}
+        old = [legacy_fingerprint] if isinstance(legacy_fingerprint, str) else legacy_fingerprint
+        same = record["fingerprint"] in {fingerprint, *(old or ())}
     else:
         same = legacy_same(record) if (legacy_same and record) else True
     if same:

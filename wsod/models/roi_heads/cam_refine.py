@@ -20,13 +20,24 @@ affinities, so learned ones can replace them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-_NOT_CENTRE = [k for k in range(9) if k != 4]  # the 8 neighbours of a 3x3 window
+
+def _shifted(x: Tensor, dilations: Sequence[int]) -> Iterator[Tensor]:
+    """The K = 8 x len(dilations) neighbour views of ``x`` (B, C, H, W), borders replicated:
+    by dilation, then row-major within the 3x3 window, the centre left out. The one
+    enumeration of the neighbourhood: :func:`neighbours` stacks it, :func:`propagate` sums it."""
+    h, w = x.shape[-2:]
+    for d in dilations:
+        padded = F.pad(x, (d, d, d, d), mode="replicate")
+        for dy in (0, d, 2 * d):
+            for dx in (0, d, 2 * d):
+                if dy != d or dx != d:
+                    yield padded[..., dy : dy + h, dx : dx + w]
 
 
 def neighbours(x: Tensor, dilations: Sequence[int]) -> Tensor:
@@ -40,13 +51,7 @@ def neighbours(x: Tensor, dilations: Sequence[int]) -> Tensor:
         (B, C, K, H, W) with K = 8 x len(dilations), ordered by dilation, then row-major within
         the 3x3 window (centre left out).
     """
-    b, c, h, w = x.shape
-    out = []
-    for d in dilations:
-        padded = F.pad(x, (d, d, d, d), mode="replicate")
-        windows = F.unfold(padded, kernel_size=3, dilation=d).view(b, c, 9, h, w)
-        out.append(windows[:, :, _NOT_CENTRE])
-    return torch.cat(out, dim=2)
+    return torch.stack(list(_shifted(x, dilations)), dim=2)
 
 
 def colour_affinities(
@@ -86,18 +91,10 @@ def propagate(
         (B, C, H, W) refined maps.
     """
     weights = affinities[:, None]  # (B, 1, K, H, W)
-    h, w = maps.shape[-2:]
     for _ in range(iters):
         out = torch.zeros_like(maps)
-        k = 0
-        for d in dilations:  # the 8 shifted copies of each dilation, one multiply-add each
-            padded = F.pad(maps, (d, d, d, d), mode="replicate")
-            for dy in (0, d, 2 * d):
-                for dx in (0, d, 2 * d):
-                    if dy == d and dx == d:
-                        continue
-                    out.addcmul_(padded[..., dy : dy + h, dx : dx + w], weights[:, :, k])
-                    k += 1
+        for k, near in enumerate(_shifted(maps, dilations)):  # one multiply-add per neighbour
+            out.addcmul_(near, weights[:, :, k])
         maps = out
     return maps
 
