@@ -128,6 +128,18 @@ def test_teacher_refuses_samples_without_image_labels():
         model.get_pseudo_instances(torch.zeros(1, 3, 64, 64), [sample])
 
 
+def test_teacher_refuses_a_misspelled_semi_train_key():
+    from mmdet.registry import MODELS
+    from mmdet.utils import register_all_modules
+
+    register_all_modules()
+    cfg = _cfg(CONFIGS[0])
+    cfg.model.detector.backbone.init_cfg = None
+    cfg.model.semi_train_cfg.top1_per_image_labels = True  # one letter too many
+    with pytest.raises(ValueError, match="did you mean top1_per_image_label"):
+        MODELS.build(cfg.model)
+
+
 def test_unlabelled_split_rest_all_and_labels_from_boxes():
     from wsod.models.semi import labelled_image_ids, labels_from_boxes, unlabeled_split
 

@@ -55,6 +55,30 @@ class WSODLabelRestrictedSoftTeacher(SoftTeacher):
     ``configs/soft_teacher/``).
     """
 
+    # the semi_train_cfg keys mmdet's SemiBaseDetector / SoftTeacher read, and this class's
+    SEMI_TRAIN_KEYS = frozenset(
+        {
+            "freeze_teacher", "sup_weight", "unsup_weight", "pseudo_label_initial_score_thr",
+            "rpn_pseudo_thr", "cls_pseudo_thr", "reg_pseudo_thr", "jitter_times",
+            "jitter_scale", "min_pseudo_bbox_wh", "top1_per_image_label",
+        }
+    )  # fmt: skip
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        unknown = set(self.semi_train_cfg or {}) - self.SEMI_TRAIN_KEYS
+        if unknown:  # mmdet reads them with .get(): a misspelled key would be ignored
+            import difflib
+
+            near = {k: difflib.get_close_matches(k, self.SEMI_TRAIN_KEYS, n=1) for k in unknown}
+            hints = ", ".join(
+                f"{k}" + (f" (did you mean {m[0]}?)" if m else "") for k, m in near.items()
+            )
+            raise ValueError(
+                f"WSODLabelRestrictedSoftTeacher: unknown semi_train_cfg keys: {hints}; known: "
+                f"{', '.join(sorted(self.SEMI_TRAIN_KEYS))}"
+            )
+
     def loss(self, multi_batch_inputs, multi_batch_data_samples) -> dict:
         """``SoftTeacher``'s losses; the labelled branch alone while ``unsup_weight`` is 0 (the
         burn-in of :class:`~wsod.models.semi.burn_in_hook.WSODBurnInHook`: no teacher pass, no
