@@ -160,6 +160,14 @@ def test_cam_image_scores_on_whole_image_proposals_rescore_a_detector(voc_inputs
     # the same checkpoint's box detections score the box times that probability: never above it
     boxes = tmp_path / "dets.json"
     run(cam, work, infer=[(split_path, voc_inputs[1], boxes)], cfg_options=fast)
+    # ... also with the CAM refined by the colour walk on the real images: other boxes, valid
+    walked = tmp_path / "walked.json"
+    refine = {**fast, "+model.roi_head.refine.iters": 5, "+model.roi_head.refine.dilations": (1, 4)}
+    run(cam, work, infer=[(split_path, voc_inputs[1], walked)], cfg_options=refine)
+    walk = contracts.load_detections(walked, split)
+    assert walk and {(d["image_id"], tuple(d["bbox"])) for d in walk} != {
+        (d["image_id"], tuple(d["bbox"])) for d in contracts.load_detections(boxes, split)
+    }
     prob = rescore.image_confidence(scores)
     dets = contracts.load_detections(boxes, split)
     assert dets and all(d["score"] <= prob[d["image_id"], d["category_id"]] + 1e-6 for d in dets)
