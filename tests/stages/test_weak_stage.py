@@ -502,3 +502,48 @@ def test_cli_error_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "none_split.json" in err
     assert sys.executable  # the CLI ran in-process
+
+
+@pytest.mark.slow
+def test_cam_affinity_phase_trains_the_branch_alone_then_walks_on_it(voc_inputs, tmp_path):
+    """The Lite0 CAM with its affinity phase on real VOC images: step 1 trains the classifier,
+    step 2 the branch alone (classifier and trunk unchanged); detection walks on the learned
+    affinities. A checkpoint whose branch never trained is refused instead of walked on."""
+    import torch
+
+    from wsod.stages.weak import run
+
+    split_path, pkl, split = voc_inputs
+    cfg = REPO / "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
+    fast = {k: v for k, v in FAST.items() if "num_sample" not in k}
+    opts = {**fast, "custom_hooks.0.start_iter": 1, "default_hooks.checkpoint.interval": 1}
+    work, out = tmp_path / "aff", tmp_path / "dets.json"
+    run(
+        cfg,
+        work,
+        train_split=split_path,
+        cfg_options=opts,
+        max_iters=2,
+        infer=[(split_path, pkl, out)],
+    )
+    first, second = (
+        torch.load(work / f"iter_{i}.pth", map_location="cpu", weights_only=False)["state_dict"]
+        for i in (1, 2)
+    )
+    assert (
+        int(first["roi_head.affinity_steps"]) == 0 and int(second["roi_head.affinity_steps"]) == 1
+    )
+    moved = {k for k in first if not torch.equal(first[k], second[k])}
+    assert moved and all(k.startswith("roi_head.affinity") for k in moved)
+    dets = contracts.load_detections(out, split)
+    assert dets and all(d["bbox"][2] > 0 and d["bbox"][3] > 0 for d in dets)
+    untrained = tmp_path / "untrained"
+    with pytest.raises(Exception, match="never trained"):
+        run(
+            cfg,
+            untrained,
+            train_split=split_path,
+            cfg_options=opts,
+            max_iters=1,
+            infer=[(split_path, pkl, tmp_path / "no.json")],
+        )

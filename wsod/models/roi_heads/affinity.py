@@ -12,6 +12,12 @@ foreground-positive and negative pairs (1/4, 1/4, 1/2) as AffinityNet does. The 
 affinities, raised to a power ``beta`` and normalised over each pixel's neighbours, are the
 transition probabilities :func:`~wsod.models.roi_heads.cam_refine.propagate` walks with.
 
+:class:`AffinityBranch` is the network: IRN's design (Ahn, Cho & Kwak, CVPR 2019) of a light
+head on the backbone's features at several strides, detached so that it cannot change the
+classifier, upsampled to the resolution the CAMs are scored at and mixed into one embedding.
+``WSODCAMHead(affinity=...)`` holds it; ``WSODAffinityPhaseHook`` trains it after the
+classifier, from the classifier's own seeds.
+
 Only image labels and the black box's own maps are used: never a ground-truth box.
 """
 
@@ -20,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
 from .cam_refine import neighbours
@@ -120,3 +128,51 @@ def transition_weights(affinities: Tensor, beta: float = 8.0) -> Tensor:
     each pixel's neighbours (AffinityNet's beta sharpens the walk at boundaries)."""
     powered = affinities.clamp(min=0).pow(beta)
     return powered / powered.sum(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+class AffinityBranch(nn.Module):
+    """Per-pixel embedding from several backbone feature maps (IRN's branches, simplified).
+
+    Each input level goes through a 1x1 convolution, GroupNorm and ReLU, is upsampled
+    (bilinear) to the output size, and the concatenation is mixed by a 1x1 convolution + GroupNorm
+    + ReLU and projected to ``embed_channels``. The inputs are detached: the branch learns on
+    top of the backbone and never moves it.
+
+    Args:
+        in_indices: which of the backbone's outputs it reads.
+        in_channels: their channels (same order).
+        channels: width of each level's projection and of the mixing layer.
+        embed_channels: embedding size D.
+    """
+
+    def __init__(
+        self,
+        in_indices: Sequence[int],
+        in_channels: Sequence[int],
+        channels: int = 64,
+        embed_channels: int = 32,
+    ) -> None:
+        super().__init__()
+        if len(in_indices) != len(in_channels) or not in_indices:
+            raise ValueError(
+                f"AffinityBranch: in_indices {tuple(in_indices)} and in_channels "
+                f"{tuple(in_channels)} must be non-empty and of the same length"
+            )
+        self.in_indices = tuple(int(i) for i in in_indices)
+
+        def block(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 1, bias=False), nn.GroupNorm(4, cout), nn.ReLU(inplace=True)
+            )
+
+        self.levels = nn.ModuleList(block(c, channels) for c in in_channels)
+        self.mix = block(channels * len(in_channels), channels)
+        self.embed = nn.Conv2d(channels, embed_channels, 1)
+
+    def forward(self, feats: Sequence[Tensor], size: tuple[int, int]) -> Tensor:
+        """Backbone outputs -> (B, D, *size) embedding."""
+        ups = [
+            F.interpolate(level(feats[i].detach()), size=size, mode="bilinear", align_corners=False)
+            for i, level in zip(self.in_indices, self.levels, strict=True)
+        ]
+        return self.embed(self.mix(torch.cat(ups, dim=1)))

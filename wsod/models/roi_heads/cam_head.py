@@ -47,7 +47,16 @@ from mmengine.model import BaseModule
 from mmengine.structures import InstanceData
 from torch import Tensor
 
-from .cam_refine import refine_cams
+from .affinity import (
+    IGNORE,
+    AffinityBranch,
+    affinity_loss,
+    affinity_targets,
+    cam_seeds,
+    predicted_affinities,
+    transition_weights,
+)
+from .cam_refine import propagate, refine_cams
 from .wsddn_head import image_label_targets, nms_detections
 
 
@@ -213,6 +222,32 @@ def cam_box_scores(
     return score.clamp(min=0)
 
 
+REFINE_KEYS = ("iters", "dilations", "sigma", "min_prob", "source", "beta")
+AFFINITY_KEYS = (
+    "in_indices",
+    "stride",
+    "in_channels",
+    "channels",
+    "embed_channels",
+    "seed_hi",
+    "seed_lo",
+    "dilations",
+    "loss_weight",
+)
+
+
+def _checked(name: str, cfg: dict | None, known: tuple[str, ...]) -> dict | None:
+    """A copy of the option dict ``cfg`` (None when empty), refusing keys it does not know."""
+    unknown = set(cfg or {}) - set(known)
+    if unknown:
+        raise ValueError(
+            f"WSODCAMHead {name}: unknown keys {sorted(unknown)}; known: {', '.join(known)}"
+        )
+    if name == "affinity" and cfg and not {"in_indices", "in_channels"} <= set(cfg):
+        raise ValueError("WSODCAMHead affinity: in_indices and in_channels are required")
+    return dict(cfg) if cfg else None
+
+
 @MODELS.register_module()
 class WSODCAMHead(BaseModule):
     """Multi-label classifier on one feature map; its CAMs score proposals at test time.
@@ -233,12 +268,23 @@ class WSODCAMHead(BaseModule):
         context_ratio: outer size of ``context``'s frame, relative to the box.
         context_mass: ``context``'s contrast x (the box's share of the mass) ** this.
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
-        refine: ``dict(iters=10, dilations=(1, 2, 4, 8, 12, 24), sigma=0.1, min_prob=0.0)`` to
-            refine the upsampled CAMs by a colour random walk on the input image before scoring
-            (:func:`~wsod.models.roi_heads.cam_refine.refine_cams`), only the classes whose
-            probability is at least ``min_prob`` (the others score nothing much anyway and cost
-            as much); None: as they are. Needs the input images at test time
-            (``WSODWeakDetector`` passes them).
+        refine: ``dict(iters=10, dilations=(1, 2, 4, 8, 12, 24), sigma=0.1, min_prob=0.0,
+            source='colour', beta=8.0)`` to refine the upsampled CAMs by a random walk before
+            scoring, only the classes whose probability is at least ``min_prob`` (the others
+            score nothing much anyway and cost as much); None: as they are. ``source='colour'``:
+            affinities from the input image's colours
+            (:func:`~wsod.models.roi_heads.cam_refine.refine_cams`; needs the input images at
+            test time, which ``WSODWeakDetector`` passes); ``'learned'``: the trained
+            ``affinity`` branch's, raised to ``beta`` (needs ``affinity``).
+        affinity: ``dict(in_indices, in_channels, stride=4, channels=64, embed_channels=32,
+            seed_hi=0.5, seed_lo=0.1, dilations=(1, 2, 4, 8, 12, 24), loss_weight=1.0)``: an
+            :class:`~wsod.models.roi_heads.affinity.AffinityBranch` on the backbone outputs
+            ``in_indices`` with its embedding at 1/``stride`` of the input (where the learned
+            walk runs: the maps are area-averaged down to it and upsampled back), trained from
+            this head's CAM seeds (labelled class >= ``seed_hi`` x its maximum, background <
+            ``seed_lo``; pairs at ``dilations``) once
+            ``WSODAffinityPhaseHook`` switches the head to it (``train_affinity``): then the
+            loss is the affinity loss alone and the classifier is frozen. None: no branch.
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
 
@@ -274,6 +320,7 @@ class WSODCAMHead(BaseModule):
         context_mass: float = 0.0,
         upsample: int = 4,
         refine: dict | None = None,
+        affinity: dict | None = None,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
     ) -> None:
@@ -290,13 +337,28 @@ class WSODCAMHead(BaseModule):
         self.context_ratio = context_ratio
         self.context_mass = context_mass
         self.upsample = upsample
-        unknown = set(refine or {}) - {"iters", "dilations", "sigma", "min_prob"}
-        if unknown:
+        self.refine = _checked("refine", refine, REFINE_KEYS)
+        self.affinity_cfg = _checked("affinity", affinity, AFFINITY_KEYS)
+        source = (self.refine or {}).get("source", "colour")
+        if source not in ("colour", "learned"):
+            raise ValueError(f"WSODCAMHead refine.source={source!r}: use 'colour' or 'learned'")
+        if source == "learned" and self.affinity_cfg is None:
             raise ValueError(
-                f"WSODCAMHead refine: unknown keys {sorted(unknown)}; known: iters, dilations, "
-                "sigma, min_prob"
+                "WSODCAMHead refine.source='learned' needs the affinity branch: set "
+                "model.roi_head.affinity (and train it, WSODAffinityPhaseHook)"
             )
-        self.refine = dict(refine) if refine else None
+        self.affinity = None
+        if self.affinity_cfg is not None:
+            self.affinity = AffinityBranch(
+                self.affinity_cfg["in_indices"],
+                self.affinity_cfg["in_channels"],
+                self.affinity_cfg.get("channels", 64),
+                self.affinity_cfg.get("embed_channels", 32),
+            )
+            # affinity training steps taken, saved with the weights: refining with an untrained
+            # branch is refused instead of walking on random affinities
+            self.register_buffer("affinity_steps", torch.zeros((), dtype=torch.long))
+        self.train_affinity = False  # set by WSODAffinityPhaseHook
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
         nn.init.normal_(self.fc_cls.weight, std=0.01)
@@ -316,11 +378,52 @@ class WSODCAMHead(BaseModule):
         proposals: list[Tensor],
         proposal_scores: list[Tensor],
         image_labels: list,
+        batch_img_metas: list[dict] | None = None,
     ) -> dict[str, Tensor]:
-        """BCE on image labels of the globally average-pooled CAMs (proposals unused)."""
+        """BCE on image labels of the globally average-pooled CAMs (proposals unused); in the
+        affinity phase (``train_affinity``) the affinity loss alone."""
+        if self.train_affinity:
+            return self._affinity_loss(feats, image_labels, batch_img_metas)
         logits = self.forward(feats).mean(dim=(2, 3))
         targets = image_label_targets(image_labels, self.num_classes, device=logits.device)
         return {"loss_cls": F.binary_cross_entropy_with_logits(logits, targets)}
+
+    def _score_size(self, cams: Tensor, stride: int | None = None) -> tuple[int, int]:
+        """(h, w) of the maps at 1/``stride`` of the (padded) input (default: ``upsample``,
+        where boxes are scored)."""
+        stride = stride or self.upsample
+        return (
+            cams.shape[2] * self.featmap_stride // stride,
+            cams.shape[3] * self.featmap_stride // stride,
+        )
+
+    def _affinity_loss(
+        self, feats: tuple[Tensor], image_labels: list, batch_img_metas: list[dict] | None
+    ) -> dict[str, Tensor]:
+        """AffinityNet's loss of the branch's embedding against this head's CAM seeds (the
+        classifier without dropout, no gradient); padding is left unseeded."""
+        if self.affinity is None:
+            raise ValueError(
+                "WSODCAMHead.train_affinity is set but the head has no affinity branch"
+            )
+        cfg = self.affinity_cfg
+        dilations = tuple(int(d) for d in cfg.get("dilations", (1, 2, 4, 8, 12, 24)))
+        stride = int(cfg.get("stride", 4))
+        with torch.no_grad():
+            cams = self.fc_cls(feats[self.in_index])
+            size = self._score_size(cams, stride)
+            maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
+        affinities = predicted_affinities(self.affinity(feats, size), dilations)
+        losses = []
+        for i, labels in enumerate(image_labels):
+            seeds = cam_seeds(maps[i], labels, cfg.get("seed_hi", 0.5), cfg.get("seed_lo", 0.1))
+            if batch_img_metas is not None:
+                h, w = batch_img_metas[i]["img_shape"][:2]
+                seeds[round(h / stride) :] = IGNORE
+                seeds[:, round(w / stride) :] = IGNORE
+            losses.append(affinity_loss(affinities[i], affinity_targets(seeds, dilations)))
+        self.affinity_steps += 1
+        return {"loss_affinity": float(cfg.get("loss_weight", 1.0)) * torch.stack(losses).mean()}
 
     def proposal_class_scores(
         self,
@@ -332,25 +435,38 @@ class WSODCAMHead(BaseModule):
     ) -> list[Tensor]:
         """Per image (R_i, C) CAM box scores times class probabilities (``images``: the
         (B, 3, H, W) inputs, needed with ``refine``)."""
-        if self.refine and images is None:
+        learned = bool(self.refine) and self.refine.get("source", "colour") == "learned"
+        if self.refine and not learned and images is None:
             raise ValueError("WSODCAMHead with refine needs the input images to score boxes")
+        if learned and int(self.affinity_steps) == 0:
+            raise ValueError(
+                "WSODCAMHead refine.source='learned': the affinity branch was never trained "
+                "(affinity_steps is 0 in this checkpoint); train it with WSODAffinityPhaseHook "
+                "or use source='colour'"
+            )
         cams = self.forward(feats)
         probs = torch.sigmoid(cams.mean(dim=(2, 3)))  # (B, C)
         scale = self.upsample  # map pixels are ``upsample`` input pixels
-        size = (
-            cams.shape[2] * self.featmap_stride // self.upsample,
-            cams.shape[3] * self.featmap_stride // self.upsample,
-        )
+        size = self._score_size(cams)
         maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
+        embedding = None
+        if learned:
+            stride = int(self.affinity_cfg.get("stride", 4))
+            embedding = self.affinity(feats, self._score_size(cams, stride))
         out = []
         for i, boxes in enumerate(proposals):
             cam = maps[i]
+            emb = embedding[i] if embedding is not None else None
             h, w = images.shape[-2:] if images is not None else (None, None)
             if batch_img_metas is not None:  # drop the padding
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
+                if emb is not None:
+                    stride = int(self.affinity_cfg.get("stride", 4))
+                    emb = emb[:, : max(1, round(h / stride)), : max(1, round(w / stride))]
             if self.refine and self.score_mode != "image":  # 'image' ignores the maps
-                cam = self._refined(cam, images[i, :, :h, :w], probs[i])
+                image = images[i, :, :h, :w] if images is not None else None
+                cam = self._refined(cam, image, probs[i], emb)
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
             box_scores = cam_box_scores(
                 cam,
@@ -367,14 +483,26 @@ class WSODCAMHead(BaseModule):
             out.append(box_scores * probs[i])
         return out
 
-    def _refined(self, cam: Tensor, image: Tensor, probs: Tensor) -> Tensor:
-        """``cam`` with the classes of probability >= ``refine['min_prob']`` refined."""
+    def _refined(
+        self, cam: Tensor, image: Tensor | None, probs: Tensor, embedding: Tensor | None
+    ) -> Tensor:
+        """``cam`` with the classes of probability >= ``refine['min_prob']`` refined by the
+        walk on the image's colours or, given the branch's ``embedding`` (D, h, w), on the
+        learned affinities."""
         opts = dict(self.refine)
         which = probs >= float(opts.pop("min_prob", 0.0))
+        source, beta = opts.pop("source", "colour"), float(opts.pop("beta", 8.0))
         if not which.any():
             return cam
         cam = cam.clone()
-        cam[which] = refine_cams(cam[which], image, **opts)
+        if source == "colour":
+            cam[which] = refine_cams(cam[which], image, **opts)
+            return cam
+        dilations = tuple(int(d) for d in opts.get("dilations", (1, 2, 4, 8, 12, 24)))
+        weights = transition_weights(predicted_affinities(embedding[None], dilations), beta)
+        small = F.adaptive_avg_pool2d(cam[which][None], embedding.shape[-2:])
+        walked = propagate(small, weights, dilations, opts.get("iters", 10))
+        cam[which] = F.interpolate(walked, size=cam.shape[-2:], mode="bilinear")[0]
         return cam
 
     def predict(
