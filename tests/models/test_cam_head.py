@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from wsod.models.roi_heads.cam_head import WSODCAMHead, box_sums, cam_box_scores, cam_zones
@@ -251,3 +252,22 @@ def test_head_context_mode_picks_one_of_two_instances():
     assert scores().argmax() == 1  # mass - area: both instances in one box
     ctx = scores(score_mode="context", context_ratio=2.0)
     assert ctx.argmax() == 0 and ctx[0] > 2 * ctx[1]
+
+
+def test_thresholded_zones_box_one_instance_not_both():
+    cam = torch.zeros(1, 20, 40)
+    cam[0, 5:15, 3:13] = 1.0  # two separate instances, 100 pixels each
+    cam[0, 5:15, 27:37] = 0.8
+    boxes = torch.tensor([[3.0, 5, 13, 15], [27, 5, 37, 15], [3, 5, 37, 15]])  # one, other, both
+    plain = cam_box_scores(cam, boxes, "thresholded", thr=0.3)[:, 0]
+    assert plain.argmax() == 2  # the box around both holds all the mass above t
+    split = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True)[:, 0]
+    # against its own zone each single box is exact (1); the box around both pays 0.3 for every
+    # pixel of the other zone (its instance included) and for the gap
+    assert split[0] == pytest.approx(1.0) and split[1] == pytest.approx(1.0)
+    assert (70 - 0.3 * (340 - 100)) / 70 < 0 and split[2] == 0  # (best zone: the first)
+    one = cam[:, :, :20]  # a single instance: unchanged
+    assert torch.equal(
+        cam_box_scores(one, boxes, "thresholded", thr=0.3, split_zones=True),
+        cam_box_scores(one, boxes, "thresholded", thr=0.3),
+    )

@@ -131,6 +131,23 @@ def _best_zone_scores(
         score[:, k] = per_zone.max(dim=1).values
 
 
+def _best_zone_thresholded(
+    score: Tensor, shifted: Tensor, boxes: Tensor, thr: float, min_zone_share: float
+) -> None:
+    """``split_zones`` of ``thresholded``: per class with several regions above ``thr``, the
+    box's best score against one zone alone, the other zones counting as background (-thr per
+    pixel), so a box around two instances pays for the second instead of gaining it (in place)."""
+    for k in range(shifted.shape[0]):
+        zones = cam_zones(shifted[k] + thr, thr, min_zone_share)
+        if zones is None:
+            continue
+        own = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).bool()  # (K, H, W)
+        per_zone = torch.where(own, shifted[k][None], shifted.new_tensor(-thr))
+        zint = F.pad(per_zone.cumsum(1).cumsum(2), (1, 0, 1, 0))
+        positive = per_zone.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)
+        score[:, k] = (box_sums(zint, boxes) / positive).max(dim=1).values
+
+
 def _context_scores(
     integral: Tensor,
     b: Tensor,
@@ -175,11 +192,13 @@ def cam_box_scores(
         area_weight: ``a`` of ``mass_minus_area``.
         power: maps are raised to this power first (> 1 sharpens the peaks: the blurred halo
             around an object weighs less against the object itself).
-        split_zones: ``mass_minus_area`` only: a map with several separate regions above
+        split_zones: ``mass_minus_area``: a map with several separate regions above
             ``a`` x its mean (the pixels the score wants inside a box) is split into their
             zones of influence (:func:`cam_zones`) and a box is scored against each zone's
             mass alone, keeping the best: a box holding one region scores as before, a box
             spanning two regions loses the mass of all but one while paying for its whole area.
+            ``thresholded``: the same with the regions above ``t``; the other zones count as
+            background for each zone's score.
         min_zone_share: regions with less of the mass above the threshold do not form a zone.
         context_ratio: ``context`` only: the frame's outer box is the box scaled by this
             factor about its centre.
@@ -199,7 +218,10 @@ def cam_box_scores(
         shifted = cam - thr
         integral = F.pad(shifted.cumsum(1).cumsum(2), (1, 0, 1, 0))
         positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
-        return (box_sums(integral, boxes) / positive).clamp(min=0)
+        score = box_sums(integral, boxes) / positive
+        if split_zones:
+            _best_zone_thresholded(score, shifted, boxes, thr, min_zone_share)
+        return score.clamp(min=0)
     integral = F.pad(cam.cumsum(1).cumsum(2), (1, 0, 1, 0))
     inside = box_sums(integral, boxes)  # (R, C)
     total = integral[:, -1, -1].clamp(min=1e-6)  # (C,)
