@@ -516,7 +516,7 @@ def test_cam_affinity_phase_trains_the_branch_alone_then_walks_on_it(voc_inputs,
     split_path, pkl, split = voc_inputs
     cfg = REPO / "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
     fast = {k: v for k, v in FAST.items() if "num_sample" not in k}
-    opts = {**fast, "custom_hooks.0.start_iter": 1, "default_hooks.checkpoint.interval": 1}
+    opts = {**fast, "custom_hooks.1.start_iter": 1, "default_hooks.checkpoint.interval": 1}
     work, out = tmp_path / "aff", tmp_path / "dets.json"
     run(
         cfg,
