@@ -271,3 +271,15 @@ def test_thresholded_zones_box_one_instance_not_both():
         cam_box_scores(one, boxes, "thresholded", thr=0.3, split_zones=True),
         cam_box_scores(one, boxes, "thresholded", thr=0.3),
     )
+
+
+def test_thresholded_zones_from_a_higher_threshold_split_touching_instances():
+    cam = torch.zeros(1, 20, 40)
+    cam[0, 5:15, 5:35] = 0.5  # two instances touching: one region above t = 0.3 ...
+    cam[0, 7:13, 8:16] = 1.0  # ... with separate cores
+    cam[0, 7:13, 24:32] = 0.9
+    boxes = torch.tensor([[5.0, 5, 20, 15], [20, 5, 35, 15], [5, 5, 35, 15]])  # left, right, both
+    same = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True)[:, 0]
+    assert same.argmax() == 2  # zones from t: one region, nothing split
+    split = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True, zone_thr=0.8)
+    assert split[:, 0].argmax() in (0, 1) and split[2, 0] < split[:2, 0].min()

@@ -132,13 +132,18 @@ def _best_zone_scores(
 
 
 def _best_zone_thresholded(
-    score: Tensor, shifted: Tensor, boxes: Tensor, thr: float, min_zone_share: float
+    score: Tensor,
+    shifted: Tensor,
+    boxes: Tensor,
+    thr: float,
+    min_zone_share: float,
+    zone_thr: float | None = None,
 ) -> None:
     """``split_zones`` of ``thresholded``: per class with several regions above ``thr``, the
     box's best score against one zone alone, the other zones counting as background (-thr per
     pixel), so a box around two instances pays for the second instead of gaining it (in place)."""
     for k in range(shifted.shape[0]):
-        zones = cam_zones(shifted[k] + thr, thr, min_zone_share)
+        zones = cam_zones(shifted[k] + thr, thr if zone_thr is None else zone_thr, min_zone_share)
         if zones is None:
             continue
         own = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).bool()  # (K, H, W)
@@ -180,6 +185,7 @@ def cam_box_scores(
     min_zone_share: float = 0.05,
     context_ratio: float = 1.8,
     context_mass: float = 0.0,
+    zone_thr: float | None = None,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
@@ -200,6 +206,9 @@ def cam_box_scores(
             ``thresholded``: the same with the regions above ``t``; the other zones count as
             background for each zone's score.
         min_zone_share: regions with less of the mass above the threshold do not form a zone.
+        zone_thr: ``thresholded`` with ``split_zones``: the regions that make the zones are
+            the connected parts above this fraction of the maximum (None: ``t``); above ``t``,
+            two touching instances are one region, their separate cores may not be.
         context_ratio: ``context`` only: the frame's outer box is the box scaled by this
             factor about its centre.
         context_mass: ``context`` only: the contrast is multiplied by the box's share of the
@@ -220,7 +229,7 @@ def cam_box_scores(
         positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
         score = box_sums(integral, boxes) / positive
         if split_zones:
-            _best_zone_thresholded(score, shifted, boxes, thr, min_zone_share)
+            _best_zone_thresholded(score, shifted, boxes, thr, min_zone_share, zone_thr)
         return score.clamp(min=0)
     integral = F.pad(cam.cumsum(1).cumsum(2), (1, 0, 1, 0))
     inside = box_sums(integral, boxes)  # (R, C)
@@ -287,6 +296,8 @@ class WSODCAMHead(BaseModule):
         cam_power: normalised CAMs are raised to this power before scoring (1: as they are).
         split_zones: score boxes against each separate activated region's zone
             (:func:`cam_box_scores`).
+        min_zone_share: smaller regions do not form a zone of their own.
+        zone_thr: ``thresholded`` zones from the regions above this (None: ``cam_thr``).
         context_ratio: outer size of ``context``'s frame, relative to the box.
         context_mass: ``context``'s contrast x (the box's share of the mass) ** this.
         upsample: CAMs are scored at 1/``upsample`` of the input resolution (bilinear).
@@ -319,6 +330,7 @@ class WSODCAMHead(BaseModule):
         "cam_power",
         "split_zones",
         "min_zone_share",
+        "zone_thr",
         "context_ratio",
         "context_mass",
         "upsample",
@@ -338,6 +350,7 @@ class WSODCAMHead(BaseModule):
         cam_power: float = 1.0,
         split_zones: bool = False,
         min_zone_share: float = 0.05,
+        zone_thr: float | None = None,
         context_ratio: float = 1.8,
         context_mass: float = 0.0,
         upsample: int = 4,
@@ -356,6 +369,7 @@ class WSODCAMHead(BaseModule):
         self.cam_power = cam_power
         self.split_zones = split_zones
         self.min_zone_share = min_zone_share
+        self.zone_thr = zone_thr
         self.context_ratio = context_ratio
         self.context_mass = context_mass
         self.upsample = upsample
@@ -457,8 +471,9 @@ class WSODCAMHead(BaseModule):
     ) -> list[Tensor]:
         """Per image (R_i, C) CAM box scores times class probabilities (``images``: the
         (B, 3, H, W) inputs, needed with ``refine``)."""
-        learned = bool(self.refine) and self.refine.get("source", "colour") == "learned"
-        if self.refine and not learned and images is None:
+        refine = bool(self.refine) and self.score_mode != "image"  # 'image' ignores the maps
+        learned = refine and self.refine.get("source", "colour") == "learned"
+        if refine and not learned and images is None:
             raise ValueError("WSODCAMHead with refine needs the input images to score boxes")
         if learned and int(self.affinity_steps) == 0:
             raise ValueError(
@@ -486,7 +501,7 @@ class WSODCAMHead(BaseModule):
                 if emb is not None:
                     stride = int(self.affinity_cfg.get("stride", 4))
                     emb = emb[:, : max(1, round(h / stride)), : max(1, round(w / stride))]
-            if self.refine and self.score_mode != "image":  # 'image' ignores the maps
+            if refine:
                 image = images[i, :, :h, :w] if images is not None else None
                 cam = self._refined(cam, image, probs[i], emb)
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
@@ -501,6 +516,7 @@ class WSODCAMHead(BaseModule):
                 self.min_zone_share,
                 self.context_ratio,
                 self.context_mass,
+                self.zone_thr,
             )
             out.append(box_scores * probs[i])
         return out
