@@ -59,7 +59,9 @@ def test_affinity_phase_loss_trains_the_branch_alone_and_leaves_padding_unseeded
     h.train()
     h.train_affinity = True
     losses = h.loss((f8, f16), [], [], [[0]], [dict(img_shape=(64, 64))])
-    assert set(losses) == {"loss_affinity"} and losses["loss_affinity"] > 0
+    assert set(losses) == {"loss_affinity", "seed_fg", "seed_bg"} and losses["loss_affinity"] > 0
+    assert float(losses["seed_fg"] + losses["seed_bg"]) == pytest.approx(1.0)  # shares of seeded
+    assert 0 < losses["seed_fg"] < 1 and not losses["seed_fg"].requires_grad
     losses["loss_affinity"].backward()
     assert h.fc_cls.weight.grad is None  # the classifier (and its seeds) stay as they are
     assert all(p.grad is not None for p in h.affinity.parameters())

@@ -48,6 +48,7 @@ from mmengine.structures import InstanceData
 from torch import Tensor
 
 from .affinity import (
+    BACKGROUND,
     IGNORE,
     AffinityBranch,
     affinity_loss,
@@ -450,7 +451,7 @@ class WSODCAMHead(BaseModule):
             size = self._score_size(cams, stride)
             maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
         affinities = predicted_affinities(self.affinity(feats, size), dilations)
-        losses = []
+        losses, fg, bg = [], [], []
         for i, labels in enumerate(image_labels):
             seeds = cam_seeds(maps[i], labels, cfg.get("seed_hi", 0.5), cfg.get("seed_lo", 0.1))
             if batch_img_metas is not None:
@@ -458,8 +459,17 @@ class WSODCAMHead(BaseModule):
                 seeds[round(h / stride) :] = IGNORE
                 seeds[:, round(w / stride) :] = IGNORE
             losses.append(affinity_loss(affinities[i], affinity_targets(seeds, dilations)))
+            known = (seeds != IGNORE).sum().clamp(min=1)
+            fg.append((seeds > BACKGROUND).sum() / known)
+            bg.append((seeds == BACKGROUND).sum() / known)
         self.affinity_steps += 1
-        return {"loss_affinity": float(cfg.get("loss_weight", 1.0)) * torch.stack(losses).mean()}
+        return {
+            "loss_affinity": float(cfg.get("loss_weight", 1.0)) * torch.stack(losses).mean(),
+            # logged, not optimised: the seeded shares of the image (a phase whose seeds are
+            # nearly all background or all foreground teaches little)
+            "seed_fg": torch.stack(fg).mean().detach(),
+            "seed_bg": torch.stack(bg).mean().detach(),
+        }
 
     def proposal_class_scores(
         self,
