@@ -61,6 +61,12 @@ from .cam_refine import propagate, refine_cams
 from .wsddn_head import image_label_targets, nms_detections
 
 
+def summed_area(maps: Tensor) -> Tensor:
+    """(C, H, W) maps -> their (C, H + 1, W + 1) summed-area tables (zero first row/column),
+    for :func:`box_sums`."""
+    return F.pad(maps.cumsum(1).cumsum(2), (1, 0, 1, 0))
+
+
 def box_sums(integral: Tensor, boxes: Tensor) -> Tensor:
     """Sums of maps inside boxes from a summed-area table.
 
@@ -127,14 +133,13 @@ def _best_zone_scores(
         if zones is None:
             continue
         masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
-        zint = F.pad(masked.cumsum(1).cumsum(2), (1, 0, 1, 0))
-        per_zone = box_sums(zint, boxes) / total[k] - penalty  # (R, K)
+        per_zone = box_sums(summed_area(masked), boxes) / total[k] - penalty  # (R, K)
         score[:, k] = per_zone.max(dim=1).values
 
 
 def _best_zone_thresholded(
     score: Tensor,
-    shifted: Tensor,
+    cam: Tensor,
     boxes: Tensor,
     thr: float,
     min_zone_share: float,
@@ -143,15 +148,14 @@ def _best_zone_thresholded(
     """``split_zones`` of ``thresholded``: per class with several regions above ``thr``, the
     box's best score against one zone alone, the other zones counting as background (-thr per
     pixel), so a box around two instances pays for the second instead of gaining it (in place)."""
-    for k in range(shifted.shape[0]):
-        zones = cam_zones(shifted[k] + thr, thr if zone_thr is None else zone_thr, min_zone_share)
+    for k in range(cam.shape[0]):
+        zones = cam_zones(cam[k], thr if zone_thr is None else zone_thr, min_zone_share)
         if zones is None:
             continue
         own = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).bool()  # (K, H, W)
-        per_zone = torch.where(own, shifted[k][None], shifted.new_tensor(-thr))
-        zint = F.pad(per_zone.cumsum(1).cumsum(2), (1, 0, 1, 0))
+        per_zone = torch.where(own, cam[k][None] - thr, cam.new_tensor(-thr))
         positive = per_zone.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)
-        score[:, k] = (box_sums(zint, boxes) / positive).max(dim=1).values
+        score[:, k] = (box_sums(summed_area(per_zone), boxes) / positive).max(dim=1).values
 
 
 def _context_scores(
@@ -226,13 +230,12 @@ def cam_box_scores(
         cam = cam.pow(power)
     if mode == "thresholded":
         shifted = cam - thr
-        integral = F.pad(shifted.cumsum(1).cumsum(2), (1, 0, 1, 0))
         positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
-        score = box_sums(integral, boxes) / positive
+        score = box_sums(summed_area(shifted), boxes) / positive
         if split_zones:
-            _best_zone_thresholded(score, shifted, boxes, thr, min_zone_share, zone_thr)
+            _best_zone_thresholded(score, cam, boxes, thr, min_zone_share, zone_thr)
         return score.clamp(min=0)
-    integral = F.pad(cam.cumsum(1).cumsum(2), (1, 0, 1, 0))
+    integral = summed_area(cam)
     inside = box_sums(integral, boxes)  # (R, C)
     total = integral[:, -1, -1].clamp(min=1e-6)  # (C,)
     b = boxes.round().clamp(min=0)
@@ -255,28 +258,31 @@ def cam_box_scores(
 
 
 REFINE_KEYS = ("iters", "dilations", "sigma", "min_prob", "source", "beta")
-AFFINITY_KEYS = (
-    "in_indices",
-    "stride",
-    "in_channels",
-    "channels",
-    "embed_channels",
-    "seed_hi",
-    "seed_lo",
-    "dilations",
-    "loss_weight",
+# the affinity branch's options and their defaults (in_indices and in_channels have none)
+AFFINITY_DEFAULTS = dict(
+    stride=4,
+    channels=64,
+    embed_channels=32,
+    seed_hi=0.5,
+    seed_lo=0.1,
+    dilations=(1, 2, 4, 8, 12, 24),
+    loss_weight=1.0,
 )
+AFFINITY_KEYS = ("in_indices", "in_channels", *AFFINITY_DEFAULTS)
 
 
-def _checked(name: str, cfg: dict | None, known: tuple[str, ...]) -> dict | None:
-    """A copy of the option dict ``cfg`` (None when empty), refusing keys it does not know."""
+def _checked(
+    name: str, cfg: dict | None, known: tuple[str, ...], required: tuple[str, ...] = ()
+) -> dict | None:
+    """A copy of the option dict ``cfg`` (None when empty), refusing keys it does not know and
+    missing ``required`` ones."""
     unknown = set(cfg or {}) - set(known)
     if unknown:
         raise ValueError(
             f"WSODCAMHead {name}: unknown keys {sorted(unknown)}; known: {', '.join(known)}"
         )
-    if name == "affinity" and cfg and not {"in_indices", "in_channels"} <= set(cfg):
-        raise ValueError("WSODCAMHead affinity: in_indices and in_channels are required")
+    if cfg and not set(required) <= set(cfg):
+        raise ValueError(f"WSODCAMHead {name}: {' and '.join(required)} are required")
     return dict(cfg) if cfg else None
 
 
@@ -375,7 +381,8 @@ class WSODCAMHead(BaseModule):
         self.context_mass = context_mass
         self.upsample = upsample
         self.refine = _checked("refine", refine, REFINE_KEYS)
-        self.affinity_cfg = _checked("affinity", affinity, AFFINITY_KEYS)
+        affinity = _checked("affinity", affinity, AFFINITY_KEYS, ("in_indices", "in_channels"))
+        self.affinity_cfg = {**AFFINITY_DEFAULTS, **affinity} if affinity else None
         source = (self.refine or {}).get("source", "colour")
         if source not in ("colour", "learned"):
             raise ValueError(f"WSODCAMHead refine.source={source!r}: use 'colour' or 'learned'")
@@ -386,11 +393,9 @@ class WSODCAMHead(BaseModule):
             )
         self.affinity = None
         if self.affinity_cfg is not None:
+            cfg = self.affinity_cfg
             self.affinity = AffinityBranch(
-                self.affinity_cfg["in_indices"],
-                self.affinity_cfg["in_channels"],
-                self.affinity_cfg.get("channels", 64),
-                self.affinity_cfg.get("embed_channels", 32),
+                cfg["in_indices"], cfg["in_channels"], cfg["channels"], cfg["embed_channels"]
             )
             # affinity training steps taken, saved with the weights: refining with an untrained
             # branch is refused instead of walking on random affinities
@@ -444,8 +449,8 @@ class WSODCAMHead(BaseModule):
                 "WSODCAMHead.train_affinity is set but the head has no affinity branch"
             )
         cfg = self.affinity_cfg
-        dilations = tuple(int(d) for d in cfg.get("dilations", (1, 2, 4, 8, 12, 24)))
-        stride = int(cfg.get("stride", 4))
+        dilations = tuple(int(d) for d in cfg["dilations"])
+        stride = int(cfg["stride"])
         with torch.no_grad():
             cams = self.fc_cls(feats[self.in_index])
             size = self._score_size(cams, stride)
@@ -453,7 +458,7 @@ class WSODCAMHead(BaseModule):
         affinities = predicted_affinities(self.affinity(feats, size), dilations)
         losses, fg, bg = [], [], []
         for i, labels in enumerate(image_labels):
-            seeds = cam_seeds(maps[i], labels, cfg.get("seed_hi", 0.5), cfg.get("seed_lo", 0.1))
+            seeds = cam_seeds(maps[i], labels, cfg["seed_hi"], cfg["seed_lo"])
             if batch_img_metas is not None:
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 seeds[round(h / stride) :] = IGNORE
@@ -464,7 +469,7 @@ class WSODCAMHead(BaseModule):
             bg.append((seeds == BACKGROUND).sum() / known)
         self.affinity_steps += 1
         return {
-            "loss_affinity": float(cfg.get("loss_weight", 1.0)) * torch.stack(losses).mean(),
+            "loss_affinity": float(cfg["loss_weight"]) * torch.stack(losses).mean(),
             # logged, not optimised: the seeded shares of the image (a phase whose seeds are
             # nearly all background or all foreground teaches little)
             "seed_fg": torch.stack(fg).mean().detach(),
@@ -496,9 +501,9 @@ class WSODCAMHead(BaseModule):
         scale = self.upsample  # map pixels are ``upsample`` input pixels
         size = self._score_size(cams)
         maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
-        embedding = None
-        if learned:
-            stride = int(self.affinity_cfg.get("stride", 4))
+        embedding, stride = None, None
+        if learned:  # the embedding (and the walk) at 1/stride of the input
+            stride = int(self.affinity_cfg["stride"])
             embedding = self.affinity(feats, self._score_size(cams, stride))
         out = []
         for i, boxes in enumerate(proposals):
@@ -509,7 +514,6 @@ class WSODCAMHead(BaseModule):
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
                 if emb is not None:
-                    stride = int(self.affinity_cfg.get("stride", 4))
                     emb = emb[:, : max(1, round(h / stride)), : max(1, round(w / stride))]
             if refine:
                 image = images[i, :, :h, :w] if images is not None else None
