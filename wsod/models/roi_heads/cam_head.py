@@ -117,6 +117,52 @@ def cam_zones(cam: Tensor, thr: float, min_share: float = 0.05) -> Tensor | None
     return torch.from_numpy(regions[iy, ix] - 1).to(cam.device)
 
 
+def instance_walk(
+    maps: Tensor,
+    weights: Tensor,
+    dilations: tuple[int, ...],
+    iters: int,
+    thr: float,
+    min_share: float = 0.05,
+) -> tuple[Tensor, dict[int, Tensor]]:
+    """Walk each class map in pieces, one per separate region of the map before the walk.
+
+    The walk of a whole map joins two touching instances of a class: their seeds are the same
+    class, so the learned affinities link them. Before the walk their cores may still be apart:
+    each region of ``maps[k]`` above ``thr`` x its maximum (:func:`cam_zones`) seeds one piece
+    (the map inside that region's zone of influence), the pieces walk separately and every pixel
+    belongs to the piece whose walk reaches it most (a seeded random-walker segmentation). The
+    walk is linear, so the pieces add up to the walk of the whole map.
+
+    Args:
+        maps: (C, h, w) non-negative maps at the walk's resolution.
+        weights: (1, K, h, w) row-stochastic transition weights (:func:`propagate`).
+        dilations: the weights' neighbour distances.
+        iters: walk steps.
+        thr: regions above this fraction of a map's maximum seed the pieces.
+        min_share: smaller regions join their neighbours' zones (:func:`cam_zones`).
+
+    Returns:
+        (C, h, w) walked maps and, for each class with at least two pieces, its (h, w) instance
+        index per pixel.
+    """
+    pieces, owner, split = [], [], {}
+    for k, m in enumerate(maps):
+        peak = float(m.max())
+        zones = cam_zones(m, thr * peak, min_share) if peak > 0 else None
+        if zones is None:
+            pieces.append(m[None])
+            owner.append(k)
+            continue
+        one_hot = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).to(m.dtype)
+        split[k] = (len(owner), len(one_hot))  # its pieces' rows in the walk
+        pieces.append(m[None] * one_hot)
+        owner.extend([k] * len(one_hot))
+    walked = propagate(torch.cat(pieces)[None], weights, dilations, iters)[0]
+    summed = torch.zeros_like(maps).index_add_(0, torch.tensor(owner, device=maps.device), walked)
+    return summed, {k: walked[s : s + n].argmax(0) for k, (s, n) in split.items()}
+
+
 def _best_zone_scores(
     score: Tensor,
     cam: Tensor,
@@ -125,11 +171,16 @@ def _best_zone_scores(
     penalty: Tensor,
     area_weight: float,
     min_zone_share: float,
+    given: dict[int, Tensor] | None = None,
 ) -> None:
-    """``split_zones``: per class, the box's best score against one zone's mass (in place)."""
+    """``split_zones``: per class, the box's best score against one zone's mass (in place);
+    ``given``: zones per class instead of the map's own regions."""
     c, h, w = cam.shape
     for k in range(c):
-        zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
+        if given is not None:
+            zones = given.get(k)
+        else:
+            zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
         if zones is None:
             continue
         masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
@@ -144,12 +195,17 @@ def _best_zone_thresholded(
     thr: float,
     min_zone_share: float,
     zone_thr: float | None = None,
+    given: dict[int, Tensor] | None = None,
 ) -> None:
     """``split_zones`` of ``thresholded``: per class with several regions above ``thr``, the
     box's best score against one zone alone, the other zones counting as background (-thr per
-    pixel), so a box around two instances pays for the second instead of gaining it (in place)."""
+    pixel), so a box around two instances pays for the second instead of gaining it (in place);
+    ``given``: zones per class instead of the map's own regions."""
     for k in range(cam.shape[0]):
-        zones = cam_zones(cam[k], thr if zone_thr is None else zone_thr, min_zone_share)
+        if given is not None:
+            zones = given.get(k)
+        else:
+            zones = cam_zones(cam[k], thr if zone_thr is None else zone_thr, min_zone_share)
         if zones is None:
             continue
         own = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).bool()  # (K, H, W)
@@ -191,6 +247,7 @@ def cam_box_scores(
     context_ratio: float = 1.8,
     context_mass: float = 0.0,
     zone_thr: float | None = None,
+    zones: dict[int, Tensor] | None = None,
 ) -> Tensor:
     """Score boxes on normalised CAMs.
 
@@ -214,6 +271,10 @@ def cam_box_scores(
         zone_thr: ``thresholded`` with ``split_zones``: the regions that make the zones are
             the connected parts above this fraction of the maximum (None: ``t``); above ``t``,
             two touching instances are one region, their separate cores may not be.
+        zones: (H, W) zone indices per class index, e.g. the instances of
+            :func:`instance_walk`: split as ``split_zones`` does, with these zones instead of
+            the map's own regions (classes without an entry are not split); implies
+            ``split_zones``.
         context_ratio: ``context`` only: the frame's outer box is the box scaled by this
             factor about its centre.
         context_mass: ``context`` only: the contrast is multiplied by the box's share of the
@@ -232,8 +293,8 @@ def cam_box_scores(
         shifted = cam - thr
         positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
         score = box_sums(summed_area(shifted), boxes) / positive
-        if split_zones:
-            _best_zone_thresholded(score, cam, boxes, thr, min_zone_share, zone_thr)
+        if split_zones or zones is not None:
+            _best_zone_thresholded(score, cam, boxes, thr, min_zone_share, zone_thr, zones)
         return score.clamp(min=0)
     integral = summed_area(cam)
     inside = box_sums(integral, boxes)  # (R, C)
@@ -245,8 +306,8 @@ def cam_box_scores(
     if mode == "mass_minus_area":
         penalty = area_weight * area / float(h * w)
         score = inside / total - penalty
-        if split_zones:
-            _best_zone_scores(score, cam, boxes, total, penalty, area_weight, min_zone_share)
+        if split_zones or zones is not None:
+            _best_zone_scores(score, cam, boxes, total, penalty, area_weight, min_zone_share, zones)
     elif mode == "mean_in_out":
         outside = total - inside
         score = inside / area.clamp(min=1) - outside / (h * w - area).clamp(min=1)
@@ -257,7 +318,7 @@ def cam_box_scores(
     return score.clamp(min=0)
 
 
-REFINE_KEYS = ("iters", "dilations", "sigma", "min_prob", "source", "beta")
+REFINE_KEYS = ("iters", "dilations", "sigma", "min_prob", "source", "beta", "instance_thr")
 # the affinity branch's options and their defaults (in_indices and in_channels have none)
 AFFINITY_DEFAULTS = dict(
     stride=4,
@@ -315,7 +376,10 @@ class WSODCAMHead(BaseModule):
             affinities from the input image's colours
             (:func:`~wsod.models.roi_heads.cam_refine.refine_cams`; needs the input images at
             test time, which ``WSODWeakDetector`` passes); ``'learned'``: the trained
-            ``affinity`` branch's, raised to ``beta`` (needs ``affinity``).
+            ``affinity`` branch's, raised to ``beta`` (needs ``affinity``). ``instance_thr``
+            (learned only): each separate region of a class map above this fraction of its
+            maximum walks alone (:func:`instance_walk`) and boxes are scored against each
+            instance's pixels, the other instances counting as background (as ``split_zones``).
         affinity: ``dict(in_indices, in_channels, stride=4, channels=64, embed_channels=32,
             seed_hi=0.5, seed_lo=0.1, dilations=(1, 2, 4, 8, 12, 24), loss_weight=1.0)``: an
             :class:`~wsod.models.roi_heads.affinity.AffinityBranch` on the backbone outputs
@@ -386,6 +450,11 @@ class WSODCAMHead(BaseModule):
         source = (self.refine or {}).get("source", "colour")
         if source not in ("colour", "learned"):
             raise ValueError(f"WSODCAMHead refine.source={source!r}: use 'colour' or 'learned'")
+        if source != "learned" and (self.refine or {}).get("instance_thr") is not None:
+            raise ValueError(
+                "WSODCAMHead refine.instance_thr splits the learned walk: it needs "
+                "refine.source='learned'"
+            )
         if source == "learned" and self.affinity_cfg is None:
             raise ValueError(
                 "WSODCAMHead refine.source='learned' needs the affinity branch: set "
@@ -515,9 +584,10 @@ class WSODCAMHead(BaseModule):
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
                 if emb is not None:
                     emb = emb[:, : max(1, round(h / stride)), : max(1, round(w / stride))]
+            zones = None
             if refine:
                 image = images[i, :, :h, :w] if images is not None else None
-                cam = self._refined(cam, image, probs[i], emb)
+                cam, zones = self._refined(cam, image, probs[i], emb)
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
             box_scores = cam_box_scores(
                 cam,
@@ -531,31 +601,47 @@ class WSODCAMHead(BaseModule):
                 self.context_ratio,
                 self.context_mass,
                 self.zone_thr,
+                zones or None,
             )
             out.append(box_scores * probs[i])
         return out
 
     def _refined(
         self, cam: Tensor, image: Tensor | None, probs: Tensor, embedding: Tensor | None
-    ) -> Tensor:
+    ) -> tuple[Tensor, dict[int, Tensor]]:
         """``cam`` with the classes of probability >= ``refine['min_prob']`` refined by the
         walk on the image's colours or, given the branch's ``embedding`` (D, h, w), on the
-        learned affinities."""
+        learned affinities; with ``instance_thr``, also the instances of the classes it split
+        ({class index: (H, W) instance index at ``cam``'s size})."""
         opts = dict(self.refine)
         which = probs >= float(opts.pop("min_prob", 0.0))
         source, beta = opts.pop("source", "colour"), float(opts.pop("beta", 8.0))
+        instance_thr = opts.pop("instance_thr", None)
         if not which.any():
-            return cam
+            return cam, {}
         cam = cam.clone()
         if source == "colour":
             cam[which] = refine_cams(cam[which], image, **opts)
-            return cam
+            return cam, {}
         dilations = tuple(int(d) for d in opts.get("dilations", (1, 2, 4, 8, 12, 24)))
         weights = transition_weights(predicted_affinities(embedding[None], dilations), beta)
         small = F.adaptive_avg_pool2d(cam[which][None], embedding.shape[-2:])
-        walked = propagate(small, weights, dilations, opts.get("iters", 10))
-        cam[which] = F.interpolate(walked, size=cam.shape[-2:], mode="bilinear")[0]
-        return cam
+        iters = int(opts.get("iters", 10))
+        if instance_thr is None:
+            walked, instances = propagate(small, weights, dilations, iters), {}
+        else:
+            walked, instances = instance_walk(
+                small[0], weights, dilations, iters, float(instance_thr), self.min_zone_share
+            )
+            walked = walked[None]
+        size = cam.shape[-2:]
+        cam[which] = F.interpolate(walked, size=size, mode="bilinear")[0]
+        classes = which.nonzero().flatten().tolist()
+        zones = {
+            classes[j]: F.interpolate(z[None, None].float(), size=size, mode="nearest")[0, 0].long()
+            for j, z in instances.items()
+        }
+        return cam, zones
 
     def predict(
         self,
