@@ -3,8 +3,9 @@
 # those whose every labelled class has a confident box), but the strong detector is trained with
 # mmdet's Soft Teacher on those images as labelled and the other train images as unlabelled,
 # the teacher's boxes restricted to each image's labels (configs/soft_teacher/). The fully
-# supervised reference stays the plain detector on the real boxes. Not the default: measured
-# against voc07_cpu.py over seeds before it may replace it.
+# supervised reference stays the plain detector on the real boxes. Not the default: on VOC it
+# scored below the plain detector on the same pseudo labels
+# (docs/experiments/2026-12-05-semi-supervised-strong.md).
 #   make all PIPELINE=pipelines/voc07_cpu_semi.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 _base_ = ['./voc07_cpu.py']
 

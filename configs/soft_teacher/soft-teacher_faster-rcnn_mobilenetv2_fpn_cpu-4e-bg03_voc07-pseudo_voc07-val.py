@@ -17,6 +17,8 @@ _base_ = '../faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_vo
 
 # 'rest': unlabelled = train images without a pseudo box; 'all': every train image (the
 # labelled ones too: the teacher may add the objects their one box per class missed)
+# On VOC both scored below the plain detector on the same labels, 'all' less so
+# (docs/experiments/2026-12-05-semi-supervised-strong.md)
 unlabeled_images = 'rest'
 
 detector = _base_.model
