@@ -166,6 +166,10 @@ def test_resume_fingerprint_and_all_images_unlabelled(voc4, tmp_path):
     assert first["unlabeled_images"] == str(work / "unlabeled_images.json")
     again = run(SEMI_CONFIG, voc4["pseudo"], work, cfg_options=FAST, max_iters=1)
     assert again["resumed_from"].endswith("iter_1.pth")  # the same run: nothing retrained
+    # the student detects instead of the teacher: an inference setting, nothing retrained
+    student = {**FAST, "model.semi_test_cfg.predict_on": "student"}
+    other = run(SEMI_CONFIG, voc4["pseudo"], work, cfg_options=student, max_iters=1)
+    assert other["resumed_from"].endswith("iter_1.pth") and not (work / "stale").exists()
     # every image unlabelled: other unlabelled images, another run (not resumed)
     every = run(
         SEMI_CONFIG,

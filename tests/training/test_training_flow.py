@@ -116,7 +116,7 @@ def test_trains_and_writes_the_run_records(tmp_path, data):
     assert written == ["write", "read"]  # rank 0 writes the dataset's files, every rank reads
     run = json.loads((work / "toy_run.json").read_text())
     assert run == {"fingerprint": run["fingerprint"], "kind": "toy", "config": "toy.py"}
-    assert run["fingerprint"].startswith("v3:")
+    assert run["fingerprint"].startswith("v4:")
     model = json.loads((work / "toy_model.json").read_text())
     assert model["checkpoint"] == trained.checkpoint and model["iterations"] == 2
     assert model["classes"] == ["a"] and model["config"] == str(work / "toy_config.py")

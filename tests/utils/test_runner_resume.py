@@ -44,7 +44,7 @@ def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
     data.write_text("[1]")
     cfg = make_cfg(**{"model.roi_head": dict(type="H", test_cfg=dict(nms=0.3))})
     base = rn.run_fingerprint(cfg, [data])
-    assert base.startswith("v3:")
+    assert base.startswith("v4:")
     for change in (
         {"model.roi_head.test_cfg.nms": 0.5},
         {"model.test_cfg": dict(flip=True, scales=[0.75, 1.0])},
@@ -56,6 +56,23 @@ def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
             cfg, [data], version=1
         )
     assert rn.run_fingerprint(make_cfg(**{"model.roi_head.type": "G"}), [data]) != base
+
+
+def test_fingerprint_leaves_out_which_semi_supervised_model_detects(tmp_path):
+    """A soft teacher's ``semi_test_cfg`` (teacher or student detects) does not retrain it; a
+    run file of version 3, which counted it, still resumes (its fingerprint is a legacy one)."""
+    data = tmp_path / "train.json"
+    data.write_text("[1]")
+    semi = dict(type="S", semi_train_cfg=dict(unsup_weight=1.0))
+    cfg = make_cfg(**{"model": dict(semi, semi_test_cfg=dict(predict_on="teacher"))})
+    student = make_cfg(**{"model": dict(semi, semi_test_cfg=dict(predict_on="student"))})
+    assert rn.run_fingerprint(student, [data]) == rn.run_fingerprint(cfg, [data])
+    assert rn.run_fingerprint(student, [data], version=3) != rn.run_fingerprint(
+        cfg, [data], version=3
+    )
+    assert rn.run_fingerprint(
+        make_cfg(**{"model": dict(semi, semi_train_cfg=dict(unsup_weight=2.0))}), [data]
+    ) != rn.run_fingerprint(make_cfg(**{"model": semi}), [data])
 
 
 def test_fingerprint_leaves_out_a_heads_test_time_arguments(tmp_path):

@@ -22,8 +22,10 @@ from wsod.training.config import EVAL_KEYS, TEST_KEYS, without
 RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher")
 """Config keys that do not change what a training run computes (left out of its fingerprint)."""
 
-FINGERPRINT_VERSION = 3
-"""Version 3 also leaves out the constructor arguments a model class lists in its
+FINGERPRINT_VERSION = 4
+"""Version 4 also leaves out a semi-supervised detector's ``semi_test_cfg`` (mmdet's
+``SemiBaseDetector``: whether the teacher or the student detects), so detecting with the other
+one never retrains; version 3 also leaves out the constructor arguments a model class lists in its
 ``TEST_TIME_ARGS`` (e.g. the CAM head's box-scoring settings); version 2 left the model's
 ``test_cfg`` out; version 1 (run files of older versions) kept it. Run files holding an older
 version's fingerprint of the same run still resume (:class:`~wsod.training.flow.Fingerprint`)."""
@@ -42,13 +44,14 @@ def checkpoint_iter(path: str | os.PathLike | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def without_test_cfg(obj: Any) -> Any:
-    """A copy of a (nested) dict/list with every ``test_cfg`` key dropped: mmdet models keep
-    their inference-only settings (NMS, score thresholds, test-time augmentation) there."""
+def without_test_cfg(obj: Any, keys: tuple[str, ...] = ("test_cfg",)) -> Any:
+    """A copy of a (nested) dict/list with every ``test_cfg`` key (or every one of ``keys``)
+    dropped: mmdet models keep their inference-only settings (NMS, score thresholds, test-time
+    augmentation) there, its semi-supervised detectors also in ``semi_test_cfg``."""
     if isinstance(obj, Mapping):
-        return {k: without_test_cfg(v) for k, v in obj.items() if k != "test_cfg"}
+        return {k: without_test_cfg(v, keys) for k, v in obj.items() if k not in keys}
     if isinstance(obj, list | tuple):
-        return [without_test_cfg(v) for v in obj]
+        return [without_test_cfg(v, keys) for v in obj]
     return obj
 
 
@@ -89,9 +92,9 @@ def run_fingerprint(
     does the number of processes (the launcher's settings are added after fingerprinting).
 
     Args:
-        version: 3 (current; returned as ``'v3:<hex>'``), 2 (``test_time_args`` included) or 1
-            (plain hex, the model's ``test_cfg`` included too): what run files written by older
-            versions hold.
+        version: 4 (current; returned as ``'v4:<hex>'``), 3 (``semi_test_cfg`` included), 2
+            (``test_time_args`` too) or 1 (plain hex, the model's ``test_cfg`` too): what run
+            files written by older versions hold.
     """
     from wsod.utils.io import file_sha256
 
@@ -99,7 +102,8 @@ def run_fingerprint(
     for key in RUNTIME_KEYS:
         train.pop(key, None)
     if version >= 2 and "model" in train:
-        train["model"] = without_test_cfg(train["model"])
+        keys = ("test_cfg", "semi_test_cfg") if version >= 4 else ("test_cfg",)
+        train["model"] = without_test_cfg(train["model"], keys)
     if version >= 3 and "model" in train:
         train["model"] = without_test_time_args(train["model"])
     h = hashlib.sha256(json.dumps(train, sort_keys=True, default=repr).encode())
