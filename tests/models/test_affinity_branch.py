@@ -13,9 +13,9 @@ from torch import nn
 
 from wsod.models import WSODAffinityPhaseHook
 from wsod.models.roi_heads import WSODCAMHead
+from wsod.models.roi_heads.affinity import AffinityBranch
 from wsod.models.roi_heads.cam_head import cam_box_scores, instance_walk
 from wsod.models.roi_heads.cam_refine import propagate
-from wsod.models.roi_heads.affinity import AffinityBranch
 
 AFFINITY = dict(in_indices=(0,), in_channels=(4,), stride=8, dilations=(1, 2), seed_hi=0.5)
 

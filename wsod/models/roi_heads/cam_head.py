@@ -271,10 +271,8 @@ def cam_box_scores(
         zone_thr: ``thresholded`` with ``split_zones``: the regions that make the zones are
             the connected parts above this fraction of the maximum (None: ``t``); above ``t``,
             two touching instances are one region, their separate cores may not be.
-        zones: (H, W) zone indices per class index, e.g. the instances of
-            :func:`instance_walk`: split as ``split_zones`` does, with these zones instead of
-            the map's own regions (classes without an entry are not split); implies
-            ``split_zones``.
+        zones: {class index: (H, W) zone index} (e.g. :func:`instance_walk`'s instances):
+            ``split_zones`` with these zones; classes without an entry are not split.
         context_ratio: ``context`` only: the frame's outer box is the box scaled by this
             factor about its centre.
         context_mass: ``context`` only: the contrast is multiplied by the box's share of the
