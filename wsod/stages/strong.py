@@ -503,7 +503,7 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: Semi
     legacy_same = lambda rec: rec.get("train_sha256") == ann_sha and not semi  # noqa: E731
     fingerprint = tr.Fingerprint(
         fingerprint_of(tr.FINGERPRINT_VERSION),
-        tuple(fingerprint_of(v) for v in (1, 2, 3)),
+        tuple(fingerprint_of(v) for v in tr.LEGACY_VERSIONS),
         legacy_same,
     )
     return job, fingerprint

@@ -255,7 +255,7 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.Tr
 
 
 def _fingerprint(cfg, job: tr.TrainJob) -> tr.Fingerprint:
-    old = tuple(tr.run_fingerprint(cfg, job.inputs, version=v) for v in (1, 2, 3))
+    old = tuple(tr.run_fingerprint(cfg, job.inputs, version=v) for v in tr.LEGACY_VERSIONS)
     return tr.Fingerprint(tr.run_fingerprint(cfg, job.inputs), legacy=old)
 
 

@@ -52,6 +52,7 @@ from wsod.training.config import (
 from wsod.training.dist import barrier, broadcast, is_main, setup_dist
 from wsod.training.fingerprint import (
     FINGERPRINT_VERSION,
+    LEGACY_VERSIONS,
     RUNTIME_KEYS,
     checkpoint_iter,
     latest_checkpoint,
@@ -79,6 +80,7 @@ __all__ = [
     "EVAL_KEYS",
     "FINGERPRINT_VERSION",
     "Fingerprint",
+    "LEGACY_VERSIONS",
     "NEW_KEY_PREFIX",
     "RUNTIME_KEYS",
     "TEST_KEYS",

@@ -30,6 +30,9 @@ one never retrains; version 3 also leaves out the constructor arguments a model 
 ``test_cfg`` out; version 1 (run files of older versions) kept it. Run files holding an older
 version's fingerprint of the same run still resume (:class:`~wsod.training.flow.Fingerprint`)."""
 
+LEGACY_VERSIONS = tuple(range(1, FINGERPRINT_VERSION))
+"""The older versions a stage also fingerprints a run with, so that their run files resume."""
+
 
 def latest_checkpoint(work_dir: str | os.PathLike) -> str | None:
     """The work dir's last mmengine checkpoint (its ``last_checkpoint`` file), else None."""

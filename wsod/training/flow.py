@@ -34,7 +34,7 @@ class Fingerprint:
 
     Attributes:
         current: :func:`wsod.training.run_fingerprint` (or a stage's digest built on it).
-        legacy: the same run's fingerprint(s) as older versions wrote it (versions 1, 2).
+        legacy: the same run's fingerprint(s) as older versions wrote it (``LEGACY_VERSIONS``).
         legacy_same: for run files without a fingerprint: ``record -> same run?``.
     """
 
