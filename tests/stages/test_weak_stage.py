@@ -537,6 +537,21 @@ def test_cam_affinity_phase_trains_the_branch_alone_then_walks_on_it(voc_inputs,
     assert moved and all(k.startswith("roi_head.affinity") for k in moved)
     dets = contracts.load_detections(out, split)
     assert dets and all(d["bbox"][2] > 0 and d["bbox"][3] > 0 for d in dets)
+    # the instance walk on the real images' CAMs: a test-time option, detected with the same
+    # checkpoint (nothing retrained, nothing moved aside)
+    split_opts = {**opts, "+model.roi_head.refine.instance_thr": 0.5}
+    inst = tmp_path / "instances.json"
+    again = run(
+        cfg,
+        work,
+        train_split=split_path,
+        cfg_options=split_opts,
+        max_iters=2,
+        infer=[(split_path, pkl, inst)],
+    )
+    assert again["resumed_from"].endswith("iter_2.pth") and not (work / "stale").exists()
+    dets = contracts.load_detections(inst, split)
+    assert dets and all(d["bbox"][2] > 0 and d["bbox"][3] > 0 for d in dets)
     untrained = tmp_path / "untrained"
     with pytest.raises(Exception, match="never trained"):
         run(
