@@ -13,9 +13,14 @@ rescore_by_black_box = 'image'
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
-# CAM black box, 4,000 steps, area weight 0.7: docs/experiments/2026-12-03-cam-2k-to-4k.md;
-# the other black boxes tried on VOC: docs/experiments/2026-12-03-other-black-boxes.md
-weak = dict(config='configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py', seed=0)
+# CAM black box on ImageNet EfficientNet-Lite0, 4,000 classifier steps, then 1,000 steps of its
+# learned affinity branch alone; detection walks the CAMs on the learned affinities and scores
+# boxes on the walked region: docs/experiments/2026-12-05-learned-affinity.md. The MobileNetV2
+# CAM it replaced (configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py):
+# docs/experiments/2026-12-03-cam-2k-to-4k.md; the other black boxes tried on VOC:
+# docs/experiments/2026-12-03-other-black-boxes.md
+weak = dict(config='configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py',
+            seed=0)
 # top-1 box per labelled class, then only images whose every labelled class has a box scoring
 # >= min_score (threshold read off the black box's val detections, selection on the evaluation
 # split: docs/experiments/2026-12-03-denoise-image-filter.md)
