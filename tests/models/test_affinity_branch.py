@@ -141,6 +141,23 @@ def test_phase_hook_switches_once_and_freezes_everything_but_the_branch(caplog):
         WSODAffinityPhaseHook(0).before_train(SimpleNamespace(model=nn.Linear(1, 1)))
 
 
+def test_phase_hook_refuses_a_schedule_that_ends_before_the_branch_detection_walks_on(caplog):
+    """max_iters <= start_iter: before training, an error naming the option to set when the
+    head walks on the branch at test time; only a warning when it does not."""
+    model = nn.Module()
+    model.roi_head = head(affinity=AFFINITY, refine=dict(source="learned", iters=3))
+    hooks = [dict(type="CheckInvalidLossHook"), dict(type="WSODAffinityPhaseHook", start_iter=4)]
+    logger = logging.getLogger("affinity-hook-test")
+    runner = SimpleNamespace(model=model, max_iters=4, logger=logger, cfg=dict(custom_hooks=hooks))
+    with pytest.raises(ValueError, match=r"never trained.*custom_hooks\.1\.start_iter=3"):
+        WSODAffinityPhaseHook(start_iter=4).before_train(runner)
+    WSODAffinityPhaseHook(start_iter=3).before_train(runner)  # the branch gets the last step
+    runner.model.roi_head = head(affinity=AFFINITY)  # raw CAM scores: the branch is optional
+    with caplog.at_level(logging.WARNING, logger="affinity-hook-test"):
+        WSODAffinityPhaseHook(start_iter=4).before_train(runner)
+    assert "never trained" in caplog.text
+
+
 def test_instance_walk_splits_two_cores_that_the_whole_walk_joins():
     """Two instances of one class whose maps touch: the walk of the whole map is one region
     above 0.3 (the box around both wins), the pieces seeded by the two separate cores walk apart

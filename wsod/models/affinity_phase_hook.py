@@ -46,12 +46,33 @@ class WSODAffinityPhaseHook(Hook):
         return model
 
     def before_train(self, runner) -> None:
-        self._model(runner)
-        if self.start_iter >= runner.max_iters:
-            runner.logger.warning(
-                f"WSODAffinityPhaseHook: start_iter {self.start_iter} >= max_iters "
-                f"{runner.max_iters}: the affinity branch is never trained"
-            )
+        """Refuse a schedule that ends before ``start_iter`` when detection walks on the branch
+        (``refine.source='learned'``: it would train the classifier, then fail to detect);
+        otherwise only warn."""
+        model = self._model(runner)
+        if self.start_iter < runner.max_iters:
+            return
+        msg = (
+            f"WSODAffinityPhaseHook: start_iter {self.start_iter} >= max_iters "
+            f"{runner.max_iters}: the affinity branch is never trained"
+        )
+        if (model.roi_head.refine or {}).get("source") != "learned":
+            runner.logger.warning(msg)
+            return
+        at = runner.max_iters * 4 // 5  # the committed configs give the branch the last fifth
+        raise ValueError(
+            f"{msg}, and detection walks on it (refine.source='learned'). Give the branch the "
+            f"last steps: a start_iter below max_iters, e.g. --cfg-options "
+            f"custom_hooks.{self._index(runner)}.start_iter={at} (in a pipeline file: "
+            f"weak = dict(cfg_options={{'custom_hooks.{self._index(runner)}.start_iter': {at}}}))"
+        )
+
+    @staticmethod
+    def _index(runner) -> str:
+        """This hook's position in the config's ``custom_hooks`` ('N' when unknown)."""
+        hooks = (getattr(runner, "cfg", None) or {}).get("custom_hooks") or []
+        types = [str(h.get("type", "")) for h in hooks]
+        return next((str(i) for i, t in enumerate(types) if t.endswith("AffinityPhaseHook")), "N")
 
     def before_train_iter(self, runner, batch_idx: int, data_batch=None) -> None:
         model = self._model(runner)
