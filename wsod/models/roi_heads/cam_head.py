@@ -163,6 +163,16 @@ def instance_walk(
     return summed, {k: walked[s : s + n].argmax(0) for k, (s, n) in split.items()}
 
 
+def _class_zones(
+    cam: Tensor, k: int, thr: float, min_zone_share: float, given: dict[int, Tensor] | None
+) -> Tensor | None:
+    """Class ``k``'s zones: ``given[k]`` when zones are given, else its map's own separate
+    regions above ``thr`` (:func:`cam_zones`); None: not split."""
+    if given is not None:
+        return given.get(k)
+    return cam_zones(cam[k], thr, min_zone_share)
+
+
 def _best_zone_scores(
     score: Tensor,
     cam: Tensor,
@@ -177,10 +187,7 @@ def _best_zone_scores(
     ``given``: zones per class instead of the map's own regions."""
     c, h, w = cam.shape
     for k in range(c):
-        if given is not None:
-            zones = given.get(k)
-        else:
-            zones = cam_zones(cam[k], area_weight * float(total[k]) / (h * w), min_zone_share)
+        zones = _class_zones(cam, k, area_weight * float(total[k]) / (h * w), min_zone_share, given)
         if zones is None:
             continue
         masked = cam[k][None] * F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1)
@@ -202,10 +209,7 @@ def _best_zone_thresholded(
     pixel), so a box around two instances pays for the second instead of gaining it (in place);
     ``given``: zones per class instead of the map's own regions."""
     for k in range(cam.shape[0]):
-        if given is not None:
-            zones = given.get(k)
-        else:
-            zones = cam_zones(cam[k], thr if zone_thr is None else zone_thr, min_zone_share)
+        zones = _class_zones(cam, k, thr if zone_thr is None else zone_thr, min_zone_share, given)
         if zones is None:
             continue
         own = F.one_hot(zones, int(zones.max()) + 1).permute(2, 0, 1).bool()  # (K, H, W)
