@@ -21,11 +21,13 @@ NO_WORKERS = {
     "test_dataloader.num_workers": 0,
     "test_dataloader.persistent_workers": False,
 }
+# the black box's two phases in 2 steps: the classifier at step 1, its affinity branch at step 2
+# (WSODAffinityPhaseHook, the second custom hook of the pipeline's weak config)
 TINY = f"""
 _base_ = ['{REPO}/pipelines/voc07_cpu.py']
 data = dict(limit=6)
 proposals = dict(max_boxes=100, workers=1)
-weak = dict(max_iters=2, cfg_options={NO_WORKERS!r})
+weak = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r}, 'custom_hooks.1.start_iter': 1}})
 strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
                                          'model.test_cfg.rcnn.score_thr': 0.0}})
 """
@@ -114,6 +116,13 @@ def test_voc07_cpu_pipeline_end_to_end_on_six_real_images(tmp_path, voc_root):
     for resolved in (run / "strong/strong_config.py", run / "fsd/fsd_strong_config.py"):
         loss_cls = Config.fromfile(str(resolved)).model.roi_head.bbox_head.loss_cls
         assert loss_cls.class_weight == [1.0] * 20 + [0.3], resolved
+
+    # the black box trained its affinity branch at step 2 (its detection refuses a branch that
+    # never trained, so the val and train detections above walked on this one)
+    import torch
+
+    state = torch.load(run / "weak/iter_2.pth", map_location="cpu", weights_only=False)
+    assert int(state["state_dict"]["roi_head.affinity_steps"]) == 1
 
     # every long stage held a CPU slot (wsod/utils/cpu_share.py) and gave it back
     assert (tmp_path / "jobs").is_dir() and not list((tmp_path / "jobs").iterdir())

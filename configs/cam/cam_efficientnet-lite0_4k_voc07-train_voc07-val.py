@@ -1,7 +1,8 @@
 # The 4k CAM black box (cam_mobilenetv2_4k_voc07-train_voc07-val.py: same data, schedule,
 # training scales, head and test-time scoring) on Google's ImageNet EfficientNet-Lite0
 # (timm's architecture, WSODEfficientNetLite) instead of torchvision's MobileNetV2. Only the
-# trunk and its input normalisation change. Not the pipeline's default (issue 31).
+# trunk and its input normalisation change. The default black box adds its learned affinity
+# phase (cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py, issue 31).
 _base_ = './cam_mobilenetv2_4k_voc07-train_voc07-val.py'
 
 model = dict(
