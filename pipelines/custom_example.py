@@ -26,10 +26,14 @@ rescore_by_black_box = 'image'
 data = dict(source='data/my_images', format='csv', splits=['train', 'val'])
 # selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
-# the CAM black box: ImageNet MobileNetV2 trained on the tags (4,000 steps x 2 images; on far
-# fewer images, shorten it: weak = dict(..., max_iters=N)); the number of classes comes from
-# the data
-weak = dict(config='configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py', seed=0)
+# the CAM black box: ImageNet EfficientNet-Lite0 trained on the tags (4,000 steps x 2 images),
+# then its affinity branch (1,000 steps) on the classifier's own seeds; boxes are scored on the
+# CAMs walked on those affinities. On far fewer images, shorten both phases, the branch taking
+# the last fifth: weak = dict(..., max_iters=N, cfg_options={'custom_hooks.1.start_iter': M})
+# with M = 4 * N // 5. The number of classes comes from the data. A lighter black box:
+# configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py (one phase; max_iters alone)
+weak = dict(config='configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py',
+            seed=0)
 # top-1 box per tagged class, then only the images whose every tagged class has a box scoring
 # >= 0.2 (the VOC pipeline's chain)
 denoise = dict(strategies=[
