@@ -60,11 +60,11 @@ class WSODAffinityPhaseHook(Hook):
             runner.logger.warning(msg)
             return
         at = runner.max_iters * 4 // 5  # the committed configs give the branch the last fifth
+        key = f"custom_hooks.{self._index(runner)}.start_iter"
         raise ValueError(
             f"{msg}, and detection walks on it (refine.source='learned'). Give the branch the "
-            f"last steps: a start_iter below max_iters, e.g. --cfg-options "
-            f"custom_hooks.{self._index(runner)}.start_iter={at} (in a pipeline file: "
-            f"weak = dict(cfg_options={{'custom_hooks.{self._index(runner)}.start_iter': {at}}}))"
+            f"last steps: a start_iter below max_iters, e.g. --cfg-options {key}={at} (in a "
+            f"pipeline file: weak = dict(cfg_options={{'{key}': {at}}}))"
         )
 
     @staticmethod
