@@ -7,7 +7,8 @@ keyword defaults of ``run``. An option's name is declared once, in ``add_argumen
 stage keys are checked against the same dests (:func:`stage_options`).
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
-:func:`add_config_options`, :func:`add_launcher_option`, :func:`add_resume_option` and
+:func:`add_config_options`, :func:`add_launcher_option`, :func:`add_precision_option`,
+:func:`add_resume_option` and
 :func:`training_kwargs`.
 """
 
@@ -77,6 +78,17 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
         choices=("none", "pytorch", "slurm", "mpi"),
         help="mmengine launcher: 'pytorch' under `torchrun --nproc_per_node=N -m wsod ...` "
         "(CPU: gloo, GPU: nccl), 'slurm' under `srun ... python -m wsod ...` (GPUs) [none]",
+    )
+
+
+def add_precision_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--precision`` (:func:`wsod.training.set_precision`)."""
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "fp32"),
+        help="bf16 = autocast in training and detection (mmcv's NMS and RoIAlign stay fp32), "
+        "fp32 = none, auto = bf16 on a CPU that computes it natively (AVX-512 BF16 / AMX) "
+        "and no GPU, else fp32; part of the run's fingerprint [fp32]",
     )
 
 

@@ -9,6 +9,7 @@ import json
 from wsod.commands import (
     add_config_options,
     add_launcher_option,
+    add_precision_option,
     add_resume_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
     training_kwargs,
@@ -72,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_resume_option(p)
     add_launcher_option(p)
+    add_precision_option(p)
 
 
 def parse_infer(items) -> list[tuple[str, str | None]]:

@@ -9,6 +9,7 @@ import json
 from wsod.commands import (
     add_config_options,
     add_launcher_option,
+    add_precision_option,
     add_resume_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
     training_kwargs,
@@ -98,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_options(p, "train_dataloader.batch_size=1")
     add_resume_option(p)
     add_launcher_option(p)
+    add_precision_option(p)
     g = p.add_argument_group("import another detector's detections (instead of training)")
     g.add_argument(
         "--import",

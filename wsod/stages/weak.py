@@ -127,6 +127,7 @@ def run(
     drop_unmatched: bool = False,
     min_coverage: float | None = None,
     launcher: str = "none",
+    precision: str = "fp32",
 ) -> dict:
     """Train a weak detector and detect with it, or import foreign detections.
 
@@ -139,9 +140,9 @@ def run(
         infer: ``(split_json, proposals, out_json or None)`` triples (None out:
             ``<work_dir>/<split stem>_dets.json``; ``[]``: train only; default: the training
             split and proposals -> ``<work_dir>/train_dets.json``).
-        cfg_options, resume, seed, max_iters, launcher: the training flow's options
+        cfg_options, resume, seed, max_iters, launcher, precision: the training flow's options
             (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
-            resume the same run only, mmengine seed, schedule length, mmengine launcher.
+            resume the same run only, seed, schedule length, launcher, bf16/fp32/auto.
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
             import mode (:func:`wsod.weak.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
@@ -167,7 +168,7 @@ def run(
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
-    cfg = _prepare(config, cfg_options, work_dir, seed, launcher, classes)
+    cfg = _prepare(config, cfg_options, work_dir, (seed, launcher, precision), classes)
     meta = {"stage": "weak", "seed": seed, "started": started}
     if train is not None:
         training = (train_split, train, train_proposals, allow_pickle)
@@ -189,10 +190,12 @@ def run(
     return {**summary, "resumed_from": resumed_from, "outputs": outputs}
 
 
-def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, classes):
-    """Step 1 of the flow, with the weak dataset and transforms registered."""
+def _prepare(config, cfg_options, work_dir: Path, runtime: tuple, classes):
+    """Step 1 of the flow, with the weak dataset and transforms registered; ``runtime`` =
+    ``(seed, launcher, precision)``."""
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
 
+    seed, launcher, precision = runtime
     return tr.prepare_config(
         config,
         cfg_options,
@@ -202,6 +205,7 @@ def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, clas
         num_classes=None if classes is None else len(classes),
         error=WeakStageError,
         hint=CONFIG_HINT,
+        precision=precision,
     )
 
 

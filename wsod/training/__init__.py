@@ -37,6 +37,7 @@ the WSOD modules) and ``wsod.contracts`` / ``wsod.utils``.
 from wsod.training.config import (
     EVAL_KEYS,
     NEW_KEY_PREFIX,
+    PRECISIONS,
     TEST_KEYS,
     TRAIN_KEYS,
     ConfigKeyError,
@@ -46,6 +47,7 @@ from wsod.training.config import (
     prepare_config,
     set_max_iters,
     set_num_classes,
+    set_precision,
     set_runtime,
     without,
 )
@@ -82,6 +84,7 @@ __all__ = [
     "Fingerprint",
     "LEGACY_VERSIONS",
     "NEW_KEY_PREFIX",
+    "PRECISIONS",
     "RUNTIME_KEYS",
     "TEST_KEYS",
     "TRAIN_KEYS",
@@ -104,6 +107,7 @@ __all__ = [
     "run_fingerprint",
     "set_max_iters",
     "set_num_classes",
+    "set_precision",
     "set_resume",
     "set_runtime",
     "setup_dist",

@@ -212,9 +212,10 @@ def prepare_config(
     num_classes: int | None,
     error: type[Exception],
     hint: str = "",
+    precision: str = "fp32",
 ):
     """Step 1 of the flow: :func:`load_config`, :func:`set_num_classes` (when known),
-    :func:`set_runtime` and, under a launcher, the process group
+    :func:`set_runtime`, :func:`set_precision` and, under a launcher, the process group
     (:func:`wsod.training.dist.setup_dist`). The stage then wires its datasets into the
     returned config."""
     cfg = load_config(config, cfg_options, error=error, hint=hint)
@@ -222,7 +223,61 @@ def prepare_config(
     if num_classes is not None:
         set_num_classes(cfg.model, int(num_classes))
     set_runtime(cfg, work_dir, seed, launcher)
+    set_precision(cfg, precision, error=error)
     return cfg
+
+
+PRECISIONS = ("auto", "bf16", "fp32")
+"""``--precision`` values: ``bf16`` = autocast in training and detection
+(:mod:`wsod.models.mixed_precision`), ``fp32`` = none, ``auto`` = bf16 where it is native (a CPU
+with AVX-512 BF16 or AMX, no GPU in use), else fp32."""
+
+
+def resolve_precision(precision: str) -> str:
+    """``auto`` -> ``bf16`` or ``fp32`` for this machine (see :data:`PRECISIONS`)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    if precision != "auto":
+        return precision
+    import torch
+
+    from wsod.models.mixed_precision import cpu_has_native_bf16
+
+    return "bf16" if not torch.cuda.is_available() and cpu_has_native_bf16() else "fp32"
+
+
+def set_precision(cfg: Any, precision: str, *, error: type[Exception] = ValueError) -> str:
+    """Switch a config to bf16 autocast (in place) or leave it fp32; returns the precision used.
+
+    bf16: the training loop's ``optim_wrapper`` becomes ``WSODAmpOptimWrapper`` (its optimizer,
+    clipping and parameter groups kept), the test loop gets mmengine's ``fp16=True`` (autocast:
+    bf16 on a CPU) and ``WSODFp32IslandsHook`` keeps mmcv's fp32-only ops (NMS, RoIAlign) in
+    fp32. The switch is part of the resolved config, hence of the run's fingerprint: a run
+    trained in another precision is not resumed. A config that already names another optimizer
+    wrapper (e.g. mmengine's ``AmpOptimWrapper`` for a GPU) is refused with bf16.
+    """
+    try:
+        resolved = resolve_precision(precision)
+    except ValueError as e:
+        raise error(f"{e} (--precision / the pipeline's precision)") from None
+    if resolved == "fp32":
+        return resolved
+    wrapper = cfg.get("optim_wrapper")
+    if wrapper is not None:
+        kind = wrapper.get("type", "OptimWrapper")
+        if kind not in ("OptimWrapper", "WSODAmpOptimWrapper"):
+            raise error(
+                f"precision bf16: the config's optim_wrapper is {kind!r}, which has its own "
+                "precision; give --precision fp32 to keep it"
+            )
+        wrapper["type"] = "WSODAmpOptimWrapper"
+        wrapper["dtype"] = "bfloat16"
+    if cfg.get("test_cfg") is not None:
+        cfg.test_cfg["fp16"] = True
+    hooks = list(cfg.get("custom_hooks") or [])
+    if not any(h.get("type") == "WSODFp32IslandsHook" for h in hooks):
+        cfg.custom_hooks = [*hooks, {"type": "WSODFp32IslandsHook"}]
+    return resolved
 
 
 def add_cpu_share_hook(cfg: Any) -> None:

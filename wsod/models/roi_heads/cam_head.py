@@ -47,6 +47,7 @@ from mmengine.model import BaseModule
 from mmengine.structures import InstanceData
 from torch import Tensor
 
+from ..mixed_precision import fp32_method
 from .affinity import (
     BACKGROUND,
     IGNORE,
@@ -547,6 +548,7 @@ class WSODCAMHead(BaseModule):
             "seed_bg": torch.stack(bg).mean().detach(),
         }
 
+    @fp32_method  # scores, walks and box sums in fp32 under autocast (mixed_precision.py)
     def proposal_class_scores(
         self,
         feats: tuple[Tensor],
