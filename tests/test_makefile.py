@@ -209,3 +209,21 @@ def test_image_rescoring_options_come_from_python(tmp_path):
     )
     options = " ".join(f"{k}={v}" for k, v in IMAGE_SCORES_CFG_OPTIONS.items())
     assert f"--cfg-options {options} --infer" in " ".join(line.split())
+
+
+def _rule(tmp_path, goal, target):
+    """The prerequisites make resolved for ``target`` when asked for ``goal`` (`make -pn`)."""
+    out = subprocess.run(
+        ["make", "-pn", goal, f"RUN={tmp_path}/run", "FSD=1",
+         f"PIPELINE={REPO}/pipelines/voc07_cpu.py"],
+        cwd=REPO, capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    return next(ln for ln in out.splitlines() if ln.startswith(f"{tmp_path}/run/{target}:"))
+
+
+def test_reference_waits_for_the_black_box_only_inside_all(tmp_path):
+    """The reference is on no stage's path: inside `make all` it waits for the black box's model
+    (order-only), so `make -j2` never trains the two at once; `make fsd` starts at once."""
+    rule = _rule(tmp_path, "all", "fsd/val_dets.json")
+    assert rule.endswith(f"| {tmp_path}/run/weak/weak_model.json"), rule
+    assert "|" not in _rule(tmp_path, "fsd", "fsd/val_dets.json")
