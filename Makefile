@@ -187,10 +187,15 @@ ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: re
 	    --split $(DATA)/train.json --out $(DENOISE)/ablation/pseudo_train.json \
 	    --quality-gt $(DATA)/train_gt.json --ablate
 
+# backbone_from_black_box = 1: every strong detector (and the reference, the same detector's
+# ceiling) starts its backbone from the black box's trained trunk (`wsod strong --init-backbone`)
+INIT_BACKBONE := $(if $(filter 1,$(PIPE_BACKBONE_FROM_BLACK_BOX)),$(WEAK)/weak_model.json)
+INIT_ARG := $(if $(INIT_BACKBONE),--init-backbone $(INIT_BACKBONE) )
 strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
-$(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json
+$(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json \
+		$(INIT_BACKBONE)
 	$(WSOD) strong --pipeline $(PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
-	    --infer $(DATA)/val.json:$@
+	    $(INIT_ARG)--infer $(DATA)/val.json:$@
 
 fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
 # No later stage reads the reference, while the black box's training is the head of the critical
@@ -199,9 +204,9 @@ fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL
 # cores with detection and the strong detector instead. `make fsd` alone starts at once.
 FSD_AFTER := $(if $(filter all evaluate report,$(MAKECMDGOALS)),$(WEAK)/weak_model.json)
 $(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(FSD_CONFIG) $(STAMPS)/strong.json \
-		$(STAMPS)/fsd_config.json | $(FSD_AFTER)
+		$(STAMPS)/fsd_config.json $(INIT_BACKBONE) | $(FSD_AFTER)
 	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
-	    --config $(FSD_CONFIG) --infer $(DATA)/val.json:$@
+	    --config $(FSD_CONFIG) $(INIT_ARG)--infer $(DATA)/val.json:$@
 
 # Round r (1..ROUNDS) lives in $(RUN)/round<r>/: train_dets.json (the previous strong detector on
 # train), pseudo_train.json (de-noised again) and strong/ (the next detector).
@@ -211,12 +216,12 @@ pseudo_of = $(if $(filter 0,$(1)),$(DENOISE)/pseudo_train.json,$(RUN)/round$(1)/
 define ROUND_RULES
 $(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json
 	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
-	    --work-dir $(call strong_dir,$(2)) --infer $$(DATA)/train.json:$$@
+	    --work-dir $(call strong_dir,$(2)) $$(INIT_ARG)--infer $$(DATA)/train.json:$$@
 $(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(STAMPS)/denoise.json
 	$$(WSOD) denoise --pipeline $$(PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
 $(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(STAMPS)/strong.json
 	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
-	    --infer $$(DATA)/val.json:$$@
+	    $$(INIT_ARG)--infer $$(DATA)/val.json:$$@
 endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
 rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)

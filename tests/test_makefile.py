@@ -227,3 +227,17 @@ def test_reference_waits_for_the_black_box_only_inside_all(tmp_path):
     rule = _rule(tmp_path, "all", "fsd/val_dets.json")
     assert rule.endswith(f"| {tmp_path}/run/weak/weak_model.json"), rule
     assert "|" not in _rule(tmp_path, "fsd", "fsd/val_dets.json")
+
+
+def test_backbone_from_black_box_reaches_every_strong_training(tmp_path):
+    """`backbone_from_black_box = 1`: the strong detector and the reference start from the black
+    box's trunk (`--init-backbone`), and depend on its model file; off by default."""
+    pipe = tmp_path / "pipe.py"
+    pipe.write_text(f"_base_ = ['{REPO}/pipelines/voc07_cpu.py']\nbackbone_from_black_box = 1\n")
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={pipe}", "FSD=1"))
+    trainings = [ln for ln in out.splitlines() if "-m wsod strong" in ln]
+    assert len(trainings) == 2  # strong + fsd
+    init = f"--init-backbone {tmp_path}/run/weak/weak_model.json"
+    assert all(init in ln for ln in trainings), trainings
+    plain = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={REPO}/pipelines/voc07_cpu.py"))
+    assert "--init-backbone" not in plain

@@ -12,6 +12,7 @@ A pipeline names which configs and parameters each stage uses, one dict per stag
     fsd_config = 'configs/faster_rcnn/...py'  # optional; default: strong's config
     rescore_by_black_box = 1  # also evaluate strong/fsd rescored by the black box (wsod rescore);
                               # 'image': by a CAM black box's class probabilities
+    backbone_from_black_box = 1  # strong/fsd backbones start from the black box's trunk
 
 Keys of a stage's dict are the long option names of ``wsod <stage>`` (dashes as underscores).
 Loading is strict: a section or a stage key that does not exist is an error that names the file
@@ -30,8 +31,16 @@ from pathlib import Path
 
 # what a pipeline holds beside its stage sections (one dict of `wsod <stage>` options each):
 # the run's name, the fully supervised reference (fsd = 0/1) and its config (default: strong's),
-# self-training rounds, and rescore_by_black_box (0, 1 or 'image')
-VALUES = ("run_name", "fsd", "fsd_config", "rounds", "rescore_by_black_box")
+# self-training rounds, rescore_by_black_box (0, 1 or 'image') and backbone_from_black_box (0/1:
+# the strong detectors' backbone starts from the black box's trunk, `wsod strong --init-backbone`)
+VALUES = (
+    "run_name",
+    "fsd",
+    "fsd_config",
+    "rounds",
+    "rescore_by_black_box",
+    "backbone_from_black_box",
+)
 MAX_ROUNDS = 9  # the Makefile's round ids are 1..9
 
 
@@ -178,6 +187,9 @@ def make_values(path: str | os.PathLike) -> dict[str, str]:
         "PIPE_WEAK_TRAIN_READS_PROPOSALS": str(int(weak_trains_on_proposals(pipeline))),
         "PIPE_STRONG_CONFIG": strong_config,
         "PIPE_FSD": _flag(path, "fsd", pipeline.get("fsd")),
+        "PIPE_BACKBONE_FROM_BLACK_BOX": _flag(
+            path, "backbone_from_black_box", pipeline.get("backbone_from_black_box")
+        ),
         "PIPE_FSD_CONFIG": pipeline.get("fsd_config") or strong_config,
         "PIPE_ROUNDS": _rounds(path, pipeline.get("rounds")),
         "PIPE_RESCORE": rescore,

@@ -34,6 +34,11 @@ EXAMPLES = """examples:
       --fully-supervised-gt work_dirs/demo/data/train_gt.json --work-dir work_dirs/demo/fsd \\
       --infer work_dirs/demo/data/val.json
 
+  # the backbone from the black box's trunk (Lite0 CAM -> Lite0 Faster R-CNN), bf16 autocast
+  wsod strong --config configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e_voc07-pseudo_voc07-val.py \\
+      --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
+      --init-backbone work_dirs/voc07_cpu/weak/weak_model.json --precision bf16
+
   # several processes: torchrun (CPU: gloo, GPU: nccl) or srun on a slurm cluster (GPUs)
   torchrun --nproc_per_node=2 -m wsod strong --launcher pytorch --config ... --work-dir ...
   srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
@@ -70,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TRAIN_SPLIT_JSON",
         help="weak-label split of the training images (their image-level labels), for a "
         "semi-supervised config (configs/soft_teacher/) [the training file's info.split_file]",
+    )
+    p.add_argument(
+        "--init-backbone",
+        metavar="WEAK_MODEL_JSON",
+        help="start the backbone from the black box's trained trunk (its weak_model.json; "
+        "same backbone type as the config, e.g. a Lite0 CAM and a faster-rcnn_efficientnet-"
+        "lite0 config) instead of ImageNet; image labels only, as the black box saw",
     )
     add_resume_option(p)
     add_launcher_option(p)

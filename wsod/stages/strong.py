@@ -309,6 +309,7 @@ def run(
     launcher: str = "none",
     train_split: str | os.PathLike | None = None,
     precision: str = "fp32",
+    init_backbone: str | os.PathLike | None = None,
 ) -> dict:
     """Train ``config`` on pseudo labels (or real boxes) with mmengine's Runner, then infer.
 
@@ -319,9 +320,8 @@ def run(
         work_dir: checkpoints, logs, resolved config and default outputs.
         infer: ``(split_json, out_json or None)`` pairs (None out:
             ``<work_dir>/[fsd_]<split stem>_dets.json``).
-        cfg_options, resume, seed, max_iters, launcher, precision: the training flow's options
-            (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
-            resume the same run only, seed, schedule length, launcher, bf16/fp32/auto.
+        cfg_options, resume, seed, max_iters, launcher, precision, init_backbone: the training
+            flow's options (:func:`wsod.training.prepare_config`, ``wsod strong --help``).
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
@@ -343,12 +343,12 @@ def run(
             "fully_supervised_gt (--fully-supervised-gt)"
         )
     fully = fully_supervised_gt is not None
-    train_file = Path(fully_supervised_gt if fully else pseudo_labels)
-    prefix = "fsd_" if fully else ""
+    train_file, prefix = Path(fully_supervised_gt if fully else pseudo_labels), "fsd_" * fully
     work_dir = Path(work_dir).resolve()
     train_ann, classes, root = _training_boxes(train_file, fully, data_root)
     infer_pairs, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
-    runtime = {"work_dir": work_dir, "seed": seed, "launcher": launcher, "precision": precision}
+    runtime = dict(work_dir=work_dir, seed=seed, launcher=launcher, precision=precision)
+    runtime["init_backbone"] = init_backbone
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"

@@ -213,17 +213,23 @@ def prepare_config(
     error: type[Exception],
     hint: str = "",
     precision: str = "fp32",
+    init_backbone: str | os.PathLike | None = None,
 ):
     """Step 1 of the flow: :func:`load_config`, :func:`set_num_classes` (when known),
-    :func:`set_runtime`, :func:`set_precision` and, under a launcher, the process group
-    (:func:`wsod.training.dist.setup_dist`). The stage then wires its datasets into the
-    returned config."""
+    :func:`set_runtime`, :func:`set_precision`, the backbone's start from another run's trunk
+    (``init_backbone``: a ``weak_model.json``, :mod:`wsod.training.init_backbone`) and, under a
+    launcher, the process group (:func:`wsod.training.dist.setup_dist`). The stage then wires
+    its datasets into the returned config."""
     cfg = load_config(config, cfg_options, error=error, hint=hint)
     setup_dist(launcher, error=error, dist_cfg=(cfg.get("env_cfg") or {}).get("dist_cfg"))
     if num_classes is not None:
         set_num_classes(cfg.model, int(num_classes))
     set_runtime(cfg, work_dir, seed, launcher)
     set_precision(cfg, precision, error=error)
+    if init_backbone is not None:
+        from wsod.training.init_backbone import init_backbone_from
+
+        init_backbone_from(cfg, init_backbone, error=error)
     return cfg
 
 
