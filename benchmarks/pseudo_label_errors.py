@@ -1,17 +1,15 @@
 """Break pseudo labels down by how they fail against the ground truth (a diagnostic, not a test).
 
-For every pseudo box (class c, image i), against the ground-truth boxes of class c in image i:
+For every pseudo box (class c, image i), against the ground-truth boxes of class c in image i
+(difficult ones included), the first matching row of
+:data:`wsod.denoise.diagnostics.ERROR_ROWS` (``correct``: IoU >= 0.5; ``too big, 2+ objects``:
+holds >= 70 % of the area of two or more of them; ``too big, 1 object``: of one; ``part``:
+>= 70 % of the box lies inside one; ``misplaced``: 0.1 < best IoU < 0.5; ``background``; ``label
+without box``). Ignore regions (``iscrowd`` 1) are not pseudo boxes and are not counted. The same
+breakdown is a column pair of ``wsod denoise --ablate``'s table.
 
-* ``correct``: IoU >= 0.5 with one of them;
-* ``too big, 2+ objects``: holds >= 70 % of the area of two or more of them;
-* ``too big, 1 object``: holds >= 70 % of one of them (and IoU < 0.5);
-* ``part``: >= 70 % of the box lies inside one of them;
-* ``misplaced``: 0.1 < best IoU < 0.5;
-* ``background``: best IoU <= 0.1 (background or another class's object);
-* ``label without box``: the image has no box of class c (the split lists c as present).
-
-The first matching row wins, in this order. It reads the **training ground truth**
-(``train_gt.json``): a diagnostic of the pseudo labels after the fact, never a training input.
+It reads the **training ground truth** (``train_gt.json``): a diagnostic of the pseudo labels
+after the fact, never a training input.
 
 Usage::
 
@@ -25,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -33,48 +30,20 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wsod.contracts import xywh_to_xyxy  # noqa: E402
-from wsod.utils.boxes import box_area, box_intersection, box_iou  # noqa: E402
-
-ROWS = (
-    "correct",
-    "too big, 1 object",
-    "too big, 2+ objects",
-    "part",
-    "misplaced",
-    "background",
-    "label without box",
-)
+from wsod.denoise.diagnostics import ERROR_ROWS, error_breakdown  # noqa: E402
+from wsod.evaluation.gt import gt_to_arrays  # noqa: E402
 
 
-def classify(box: np.ndarray, gts: np.ndarray, cover: float = 0.7) -> str:
-    """The error type of one x1y1x2y2 ``box`` against the (N, 4) boxes ``gts`` of its class."""
-    if len(gts) == 0:
-        return "label without box"
-    inter = box_intersection(box, gts)[0]
-    iou = box_iou(box, gts)[0]
-    if iou.max() >= 0.5:
-        return "correct"
-    held = int((inter >= cover * np.maximum(box_area(gts), 1e-9)).sum())
-    if held >= 2:
-        return "too big, 2+ objects"
-    if held == 1:
-        return "too big, 1 object"
-    if (inter >= cover * max(box_area(box)[0], 1e-9)).any():
-        return "part"
-    return "misplaced" if iou.max() > 0.1 else "background"
-
-
-def breakdown(pseudo: dict, gt: dict) -> Counter:
-    boxes = defaultdict(list)
-    for a in gt["annotations"]:
-        boxes[(a["image_id"], a["category_id"])].append(a["bbox"])
-    return Counter(
-        classify(
-            xywh_to_xyxy(a["bbox"])[0],
-            xywh_to_xyxy(boxes.get((a["image_id"], a["category_id"]), [])),
-        )
-        for a in pseudo["annotations"]
-    )
+def breakdown(pseudo: dict, gt: dict) -> dict:
+    """:func:`wsod.denoise.diagnostics.error_breakdown` of a pseudo-label dict against a
+    ground-truth dict (both COCO instances)."""
+    anns = [a for a in pseudo["annotations"] if not a.get("iscrowd")]
+    flat = {
+        "image_ids": np.array([a["image_id"] for a in anns], np.int64),
+        "labels": np.array([a["category_id"] for a in anns], np.int64),
+        "bboxes": xywh_to_xyxy(np.array([a["bbox"] for a in anns], np.float64).reshape(-1, 4)),
+    }
+    return error_breakdown(flat, gt_to_arrays(gt))
 
 
 def main(argv=None) -> int:
@@ -86,11 +55,11 @@ def main(argv=None) -> int:
         pseudo = json.load(f)
     with open(args.gt) as f:
         gt = json.load(f)
-    counts = breakdown(pseudo, gt)
+    counts = breakdown(pseudo, gt)["counts"]
     total = sum(counts.values())
     print(f"{args.pseudo}: {total} pseudo boxes against {args.gt}")
     print(f"{'pseudo box vs the real boxes of its class':<45} {'boxes':>6} {'share':>7}")
-    for row in ROWS:
+    for row in ERROR_ROWS:
         print(f"{row:<45} {counts[row]:>6} {100 * counts[row] / max(total, 1):>6.1f}%")
     return 0
 

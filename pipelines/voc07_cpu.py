@@ -29,6 +29,13 @@ denoise = dict(strategies=[
     dict(type='top1'),
     dict(type='image_filter', min_score=0.2),
 ])
+# several boxes a class instead of top1 (issue 40, not measured on this black box yet; `make
+# ablate` lists them): after image_filter (the same images as above),
+#   MIST:     dict(type='mist', p=0.15, thr=0.2)
+#   SoS-WSOD: dict(type='pgf', keep_thr=0.2, contain_thr=0.85) (absolute score; add
+#             exempt=['bottle', 'bus', 'car', 'chair', 'cow', 'pottedplant', 'sheep'] for the
+#             classes SoS-WSOD spares the containment test)
+#   WeakSAM:  dict(type='minmax_normalize', per_class=True), dict(type='pgf', keep_thr=0.5)
 # measured, not adopted: + dict(type='ignore_regions', rel_score=0.5, max_overlap=0.3) with the
 # cpu-4e-ignore strong config and fsd_config = the cpu-4e config
 # (docs/experiments/2026-12-03-ignore-regions.md)

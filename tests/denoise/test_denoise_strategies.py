@@ -361,6 +361,9 @@ def test_batch_equals_image_by_image():
         [dict(type="top1"), dict(type="image_filter", min_score=0.5)],
         [dict(type="top1"), dict(type="ignore_regions", rel_score=0.3, max_overlap=0.2)],
         [dict(type="inner_box", rel_score=0.5, max_area=0.6, inside=0.7), dict(type="top1")],
+        [dict(type="image_filter", min_score=0.3), dict(type="pgf", keep_thr=0.4)],
+        [dict(type="pgf", keep_thr=0.6, contain_thr=0.5, exempt=[2])],
+        [dict(type="minmax_normalize", per_class=True), dict(type="pgf", keep_thr=0.5)],
     ]
     for cfg in cfgs:
         chain = build_chain(cfg)

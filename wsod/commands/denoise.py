@@ -19,11 +19,12 @@ EXAMPLES = """examples:
       --quality-gt work_dirs/voc07/data/train_gt.json --ablate
 
 strategies: label_consistency (always first), top1, topk(k), score_threshold(thr, fallback),
-containment(thr, exempt), mist(p, thr), minmax_normalize(per_class), size_filter(min_side,
-min_area, max_area, max_aspect, clip, keep_top1), nms(thr), wbf(thr, score), weight(mode,
-min_weight), image_filter(min_score), inner_box(rel_score, max_area, inside; before top1),
-ignore_regions(rel_score, max_overlap; last: other confident boxes become iscrowd ignore
-regions, for a strong config with ignore_iof_thr). The reference boxes of --quality-gt are
+containment(thr, exempt), mist(p, thr), pgf(keep_thr, contain_thr, exempt; SoS-WSOD),
+minmax_normalize(per_class), size_filter(min_side, min_area, max_area, max_aspect, clip,
+keep_top1), nms(thr), wbf(thr, score), weight(mode, min_weight), image_filter(min_score),
+inner_box(rel_score, max_area, inside; before top1), ignore_regions(rel_score, max_overlap;
+last: other confident boxes become iscrowd ignore regions, for a strong config with
+ignore_iof_thr). The reference boxes of --quality-gt are
 used for the diagnostic report only."""
 
 

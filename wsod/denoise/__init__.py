@@ -12,6 +12,7 @@ ground-truth box.
 | score_threshold     | selection       | score >= thr, top-1 fallback per labelled class         |
 | containment         | containment     | drop part boxes inside a higher-ranked same-class box   |
 | mist                | mist            | MIST multi-instance mining (top p%, IoU < thr)          |
+| pgf                 | pgf             | SoS-WSOD filtering: top-1 + score >= thr, no part boxes |
 | minmax_normalize    | normalize       | per-image min-max score normalisation (WeakSAM)         |
 | size_filter         | size            | size / aspect sanity relative to the image              |
 | nms                 | nms             | class-wise NMS                                          |
@@ -33,6 +34,7 @@ from wsod.denoise import (  # noqa: F401  (registers the strategies)
     mist,
     nms,
     normalize,
+    pgf,
     reliable,
     selection,
     size,

@@ -25,11 +25,14 @@ def image_filter(
 
     Args:
         min_score: the best box of every labelled class must reach this score (0: every labelled
-            class just needs a box). Scores are the black box's, so the value depends on it.
+            class just needs a box). Scores are the black box's, so the value depends on it:
+            after a step that rescales ``scores`` (``minmax_normalize``) the detector's score
+            kept in ``raw_scores`` is compared.
     """
     keys = group_keys(dets)
     wanted = np.unique(labelled_keys(image_labels))
-    found = np.unique(keys[dets["scores"] >= min_score])
+    scores = dets.get("raw_scores", dets["scores"])
+    found = np.unique(keys[scores >= min_score])
     missing = wanted[~np.isin(wanted, found)]
     bad_images = np.unique(missing // LABEL_SPAN)
     return take(dets, ~np.isin(image_index(dets), bad_images))
