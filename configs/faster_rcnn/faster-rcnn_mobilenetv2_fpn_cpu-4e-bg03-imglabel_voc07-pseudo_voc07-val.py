@@ -1,0 +1,12 @@
+# The pipeline's strong detector (cpu-4e-bg03) with an image-level multi-label classifier beside
+# its RoI head (WSODImageLabelRoIHead): pooled FPN features of strides 16, 32 and 64, trained on
+# the classes of each image's training boxes (image labels; no box position), and at test time
+# each detection's score multiplied by that classifier's probability of its class. Why: the
+# strong detector's errors are mostly "which class" (another class's object, background), the
+# thing image labels teach (issue 39, docs/experiments/2026-12-06-strong-ceiling.md).
+_base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+
+model = dict(roi_head=dict(
+    type='WSODImageLabelRoIHead',
+    image_label=dict(in_channels=128, in_indices=(1, 2, 3), dropout=0.2, loss_weight=1.0,
+                     rescore=True)))
