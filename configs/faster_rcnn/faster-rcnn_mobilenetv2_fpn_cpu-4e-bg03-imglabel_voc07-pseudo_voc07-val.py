@@ -6,7 +6,9 @@
 # thing image labels teach (issue 39, docs/experiments/2026-12-06-strong-ceiling.md).
 _base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
 
-model = dict(roi_head=dict(
-    type='WSODImageLabelRoIHead',
-    image_label=dict(in_channels=128, in_indices=(1, 2, 3), dropout=0.2, loss_weight=1.0,
-                     rescore=True)))
+model = dict(
+    roi_head=dict(
+        type='WSODImageLabelRoIHead',
+        image_label=dict(in_channels=128, in_indices=(1, 2, 3), dropout=0.2, loss_weight=1.0)),
+    # False: the detector's own scores (a test setting: no retraining)
+    test_cfg=dict(rcnn=dict(image_label_rescore=True)))

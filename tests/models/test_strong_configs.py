@@ -351,9 +351,9 @@ def test_image_label_head_learns_image_classes_and_rescores(voc_root):
     model.test_cfg.rcnn.score_thr = 0.0  # keep every box: the check below always runs
     sample = _voc_sample(voc_root, (256, 256), train=False)
     with torch.no_grad():
-        model.roi_head.rescore = False
+        model.roi_head.test_cfg.image_label_rescore = False
         (plain,) = model.test_step(sample)
-        model.roi_head.rescore = True
+        model.roi_head.test_cfg.image_label_rescore = True
         (mixed,) = model.test_step(sample)
         feats = model.extract_feat(model.data_preprocessor(sample)["inputs"])
         probs = model.roi_head.image_logits(feats).sigmoid()[0]

@@ -6,9 +6,10 @@ box's classifier ranks images by class well. :class:`WSODImageLabelRoIHead` keep
 ``StandardRoIHead`` and adds a small classifier on the neck's features: global average pooling of
 each level in ``in_indices``, concatenated, dropout, one linear layer, trained with a binary
 cross-entropy against the image's classes (those of its training boxes: with pseudo labels, the
-image labels the de-noise chain kept; no box position is used). At test time, with
-``rescore=True``, each detection's score is multiplied by the image classifier's probability of
-its class, the detector's own form of ``wsod rescore``. Training on image labels is legitimate
+image labels the de-noise chain kept; no box position is used). At test time, unless
+``test_cfg.rcnn.image_label_rescore=False`` (a test setting: changing it re-runs detection, not
+training), each detection's score is multiplied by the image classifier's probability of its
+class, the detector's own form of ``wsod rescore``. Training on image labels is legitimate
 weak supervision; it adds one pooled vector per image, nothing per RoI.
 """
 
@@ -29,16 +30,15 @@ class WSODImageLabelRoIHead(StandardRoIHead):
     """``StandardRoIHead`` + an image-level multi-label classifier on the neck's features.
 
     Args:
-        image_label: ``dict(in_channels, in_indices=(-1,), dropout=0.2, loss_weight=1.0,
-            rescore=True)``: width of the neck's levels, which levels are pooled, dropout before
-            the linear layer, the loss's weight, whether test scores are multiplied by the
-            class probability. ``num_classes`` is the bbox head's.
+        image_label: ``dict(in_channels, in_indices=(-1,), dropout=0.2, loss_weight=1.0)``:
+            width of the neck's levels, which levels are pooled, dropout before the linear
+            layer, the loss's weight. ``num_classes`` is the bbox head's.
         **kwargs: ``StandardRoIHead``'s.
     """
 
     def __init__(self, image_label: dict, **kwargs) -> None:
         super().__init__(**kwargs)
-        opts = dict(in_indices=(-1,), dropout=0.2, loss_weight=1.0, rescore=True)
+        opts = dict(in_indices=(-1,), dropout=0.2, loss_weight=1.0)
         unknown = set(image_label) - set(opts) - {"in_channels"}
         if unknown or "in_channels" not in image_label:
             raise ValueError(
@@ -48,7 +48,6 @@ class WSODImageLabelRoIHead(StandardRoIHead):
         opts.update(image_label)
         self.in_indices: Sequence[int] = tuple(opts["in_indices"])
         self.loss_weight = float(opts["loss_weight"])
-        self.rescore = bool(opts["rescore"])
         num_classes = self.bbox_head.num_classes
         self.image_cls = nn.Sequential(
             nn.Dropout(float(opts["dropout"])),
@@ -72,7 +71,7 @@ class WSODImageLabelRoIHead(StandardRoIHead):
 
     def predict(self, x, rpn_results_list, batch_data_samples, rescale: bool = False):
         results = super().predict(x, rpn_results_list, batch_data_samples, rescale=rescale)
-        if self.rescore:
+        if (self.test_cfg or {}).get("image_label_rescore", True):
             probs = self.image_logits(x).float().sigmoid()
             for i, res in enumerate(results):
                 res.scores = res.scores * probs[i, res.labels]
