@@ -455,8 +455,9 @@ def box_weight(ann: Mapping, *, fully_supervised: bool = False) -> float:
     """The training weight of one box: its ``weight``; else, for a pseudo label, its
     ``score``; else 1.0. Real boxes (``fully_supervised``) weigh 1.0 unless they say otherwise.
 
-    The one definition used where training annotations are written (the strong stage) and where
-    they are read into ``gt_instances.weights`` (``wsod.models.strong.box_weight_data``).
+    The one definition used where training annotations are written (the strong stage); no
+    strong config trains on it (the box-weighted strong config and its modules, used by no
+    pipeline, were removed; the weight stays in the file for a detector that reads it).
     """
     if "weight" in ann and ann["weight"] is not None:
         return float(ann["weight"])

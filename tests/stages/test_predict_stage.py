@@ -16,6 +16,7 @@ from PIL import Image
 from test_weak_stage import FAST as WEAK_FAST
 
 from wsod import contracts
+from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
 from wsod.utils.io import read_json, write_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,8 +152,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
     options = dict(CAM_FAST)
     if mode == "image":
         proposals.run(ref_split, props, method="whole_image")
-        options.update({"model.roi_head.score_mode": "image"})
-        options["model.roi_head.test_cfg.score_thr"] = 0
+        options.update(IMAGE_SCORES_CFG_OPTIONS)
     else:
         proposals.run(ref_split, props, **proposal_settings)
     black_box = tmp_path / "black_box.json"
@@ -277,10 +277,12 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
     assert seen["rescore"] is None
     assert main([*base, "--pipeline", str(pipe)]) == 1  # rescoring without the black box
     assert "--weak-dir" in capsys.readouterr().err
-    assert [rescore_mode(v) for v in (0, 1, "image", None, True)] == [
+    assert [rescore_mode(v) for v in ("off", "detections", "image", 0, 1, None, True)] == [
         None,
         "detections",
         "image",
+        None,
+        "detections",
         None,
         "detections",
     ]

@@ -27,8 +27,8 @@ images are reported by name and skipped.
 rescoring: with --pipeline, the output is what the pipeline outputs: when its
 rescore_by_black_box is set, the black box (the weak stage's trained model in --weak-dir) runs
 on the new images too and each score is multiplied by its confidence in the class for the
-image ('image': a CAM black box's class probability on the whole image; 1: its highest
-detection score of the class, on proposals computed for the new images with the pipeline's
+image ('image': a CAM black box's class probability on the whole image; 'detections': its
+highest detection score of the class, on proposals computed for the new images with the pipeline's
 proposal settings). detections.json is then rescored, strong_dets.json holds the detector's own
 scores. --no-rescore outputs the detector alone. A black box imported from another codebase
 cannot run on new images: predict with --no-rescore.
@@ -43,7 +43,7 @@ custom_imports, so run them where wsod is installed), e.g.
 """
 
 # the pipeline's rescore_by_black_box (normalised) -> the stage's rescore mode
-_RESCORE = {"0": None, "1": "detections", "image": "image"}
+_RESCORE = {"off": None, "detections": "detections", "image": "image"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,17 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def rescore_mode(value) -> str | None:
-    """The pipeline's ``rescore_by_black_box`` (0/1/'image') as a stage ``rescore`` mode."""
-    from wsod.stages.rescore import black_box_mode
+    """The pipeline's ``rescore_by_black_box`` ('off'/'detections'/'image', or the older 0/1)
+    as a stage ``rescore`` mode."""
+    from wsod.rescoring import black_box_mode
 
     return _RESCORE[black_box_mode(value)]
 
 
 def _from_pipeline(args: argparse.Namespace, kwargs: dict) -> None:
-    """Rescoring settings from the pipeline file: rescore_by_black_box, weak, proposals."""
-    from wsod.pipeline import load_pipeline
-
-    pipe = load_pipeline(args.pipeline)
+    """Rescoring settings from the pipeline file (read by ``wsod.cli``, which keeps it as
+    ``args.pipeline_values``): rescore_by_black_box, weak, proposals."""
+    pipe = getattr(args, "pipeline_values", None)
+    if pipe is None:
+        raise ValueError(f"{args.pipeline}: not read; run `wsod predict --pipeline` (wsod.cli)")
     if args.rescore is None:
         kwargs["rescore"] = rescore_mode(pipe.get("rescore_by_black_box"))
     if kwargs.get("rescore"):

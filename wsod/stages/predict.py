@@ -366,17 +366,15 @@ def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
 def _rescore(split_file, dets, out_dir, mode, weak_dir, *, config, cfg_options, proposals):
     """Run the black box (the weak stage's model) on the images of ``split_file`` and rescore
     ``dets`` by its confidence in each class for each image (:mod:`wsod.stages.rescore`)."""
+    from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS, image_confidence, rescore_detections
     from wsod.stages import proposals as proposals_stage
     from wsod.stages import weak as weak_stage
-    from wsod.stages.rescore import image_confidence, rescore_detections
 
     props = out_dir / "black_box_proposals.pkl"
     options = dict(cfg_options or {})
     if mode == "image":  # the CAM black box as an image classifier (as `make rescore`)
         proposals_stage.run(split_file, props, method="whole_image")
-        options.update(
-            {"model.roi_head.score_mode": "image", "model.roi_head.test_cfg.score_thr": 0}
-        )
+        options.update(IMAGE_SCORES_CFG_OPTIONS)
     else:
         names = set(inspect.signature(proposals_stage.run).parameters) - {"split", "out"}
         settings = {k: v for k, v in (proposals or {}).items() if k in names}
