@@ -1,6 +1,6 @@
 """The package's shape: small functions and modules, and imports that only point down the layers.
 
-Layers, top to bottom (README, "Layout"): ``cli``/``commands``/``pipeline``/``__main__`` ->
+Layers, top to bottom (README, "Layers"): ``cli``/``commands``/``pipeline``/``__main__`` ->
 ``stages`` (orchestration only) -> ``training`` (the one training flow) -> the domain packages
 (``datasets``, ``proposals``, ``detections``, ``models``, ``denoise``, ``evaluation``,
 ``report``, ``rescoring``) -> ``contracts`` and ``utils``. A module may import its own layer's

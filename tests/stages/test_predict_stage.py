@@ -137,6 +137,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
     """Rescoring on new images runs the black box on them: the result equals rescoring the
     strong stage's detections by the weak stage's own output on the same images (for
     ``detections``: on proposals computed with the same settings)."""
+    from wsod.commands.predict import run_black_box
     from wsod.stages import proposals, rescore, weak
     from wsod.stages.predict import run
 
@@ -171,6 +172,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
         weak_config=CAM_CONFIG,
         weak_cfg_options=CAM_FAST,
         proposals={**proposal_settings, "workers": 1, "split": "ignored", "out": "ignored"},
+        black_box=run_black_box,
     )
     split = contracts.load_split(out / "images.json")
     dets = contracts.load_detections(out / "detections.json", split)
@@ -241,7 +243,7 @@ def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_
 def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path, capsys):
     import wsod.stages.predict as stage
     from wsod.cli import main
-    from wsod.commands.predict import rescore_mode
+    from wsod.commands.predict import rescore_mode, run_black_box
 
     seen = {}
 
@@ -271,6 +273,7 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
     )
     assert main([*base, "--pipeline", str(pipe), "--weak-dir", "wd"]) == 0
     assert seen["rescore"] == "image" and seen["weak_config"] == "w.py"
+    assert seen["black_box"] is run_black_box  # the command runs the stages, not the stage
     assert seen["weak_dir"] == "wd" and seen["weak_cfg_options"] == {"a.b": 1}
     assert seen["proposals"] == {"method": "selective_search", "max_boxes": 7}
     assert main([*base, "--pipeline", str(pipe), "--no-rescore"]) == 0

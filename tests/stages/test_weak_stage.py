@@ -216,8 +216,8 @@ def _two_images(split):
 
 
 def test_import_coco_results(voc_inputs, tmp_path):
-    from wsod.stages.weak import run
     from wsod.detections.importers import DetectionImportError
+    from wsod.stages.weak import run
 
     split_path, _, split = voc_inputs
     a, b = _two_images(split)
@@ -253,8 +253,8 @@ def test_import_coco_results(voc_inputs, tmp_path):
 
 
 def test_import_voc_txt(voc_inputs, tmp_path):
-    from wsod.stages.weak import run
     from wsod.detections.importers import DetectionImportError
+    from wsod.stages.weak import run
 
     split_path, _, split = voc_inputs
     a, b = _two_images(split)
@@ -290,8 +290,8 @@ def test_import_voc_txt(voc_inputs, tmp_path):
 
 
 def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
-    from wsod.stages.weak import run
     from wsod.detections.importers import DetectionImportError
+    from wsod.stages.weak import run
 
     split_path, _, split = voc_inputs
     n = len(split["images"])
@@ -344,8 +344,8 @@ def _voc_txt_files(folder: Path, split: dict, classes: list[str]) -> None:
 def test_import_of_a_few_class_files_is_refused_below_the_coverage(voc_inputs, tmp_path, capsys):
     """Probe: 3 of the 20 class files. Before, the import succeeded silently; now it is refused
     below --min-coverage, naming the classes without detections and counting the images."""
-    from wsod.stages.weak import run
     from wsod.detections.importers import MIN_COVERAGE, DetectionImportError
+    from wsod.stages.weak import run
 
     split_path, _, split = voc_inputs
     names = contracts.category_names(split)

@@ -97,6 +97,34 @@ def _from_pipeline(args: argparse.Namespace, kwargs: dict) -> None:
         kwargs["proposals"] = pipe.get("proposals") or {}
 
 
+def run_black_box(split_file, out_dir, mode, weak_dir, *, config, cfg_options, proposals):
+    """The black box (the weak stage's model) on the images of ``split_file``: whole-image
+    proposals and the CAM's image scores (``mode='image'``, as `make rescore`) or proposals
+    with the pipeline's settings (``'detections'``); returns its detections json."""
+    import inspect
+    from pathlib import Path
+
+    from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
+    from wsod.stages import proposals as proposals_stage
+    from wsod.stages import weak as weak_stage
+
+    out_dir = Path(out_dir)
+    props = out_dir / "black_box_proposals.pkl"
+    options = dict(cfg_options or {})
+    if mode == "image":  # the CAM black box as an image classifier
+        proposals_stage.run(split_file, props, method="whole_image")
+        options.update(IMAGE_SCORES_CFG_OPTIONS)
+    else:
+        names = set(inspect.signature(proposals_stage.run).parameters) - {"split", "out"}
+        settings = {k: v for k, v in (proposals or {}).items() if k in names}
+        proposals_stage.run(split_file, props, **settings)
+    bb_out = out_dir / "black_box_dets.json"
+    weak_stage.run(
+        config, weak_dir, infer=[(split_file, props, bb_out)], cfg_options=options or None
+    )
+    return bb_out
+
+
 def execute(args: argparse.Namespace) -> int:
     from wsod.stages.predict import run
 
@@ -108,6 +136,8 @@ def execute(args: argparse.Namespace) -> int:
         _from_pipeline(args, kwargs)
     if kwargs["rescore"] and not kwargs.get("weak_dir"):
         raise ValueError("rescoring runs the black box: give --weak-dir (or --no-rescore)")
+    if kwargs["rescore"]:
+        kwargs["black_box"] = run_black_box
     summary = run(args.images, args.out_dir, strong_dir=args.strong_dir, **kwargs)
     print(json.dumps({k: v for k, v in summary.items() if k != "vis"}, default=str))
     return 0

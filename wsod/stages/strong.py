@@ -45,15 +45,9 @@ end). The training side reads no ground-truth file unless ``fully_supervised_gt`
 The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this module
 builds the training annotations and wires them (and the splits to detect on) into the config.
 
-Several processes (one code path on CPU and GPU, :mod:`wsod.training.dist`)::
-
-    torchrun --nproc_per_node=2 -m wsod strong --launcher pytorch --config ... --work-dir ...
-    srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
-        python -m wsod strong --launcher slurm --config ... --work-dir ...
-
-Rank 0 alone writes the files above and moves stale checkpoints, the other ranks wait for it
-and read the same training annotations and checkpoint; detection runs on every rank, each on
-its shard of the split, and rank 0 writes the merged detections.
+Several processes (``--launcher pytorch`` under torchrun, ``slurm`` under srun; examples in
+``wsod strong --help``): rank 0 alone writes the files above and moves stale checkpoints, the
+other ranks read them; detection runs sharded on every rank (:mod:`wsod.training.dist`).
 """
 
 from __future__ import annotations
@@ -68,6 +62,7 @@ from typing import Any
 
 from wsod import contracts
 from wsod import training as tr
+from wsod.datasets.train_annotations import build_train_annotations, resolve_root, train_data_root
 from wsod.training.extra_inputs import ExtraInputs, StrongInputs, TrainingSet, build_strong_inputs
 from wsod.utils.io import read_json, write_json_artifact
 
@@ -92,83 +87,6 @@ def _check_categories(cats: Sequence[Mapping], where: str) -> list[str]:
             f"{where}: category ids must be 1..K (got {ids}); regenerate the split with `wsod data`"
         )
     return contracts.category_names({"categories": list(cats)})
-
-
-def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) -> dict:
-    """Normalise pseudo labels (or real boxes) into what mmdet's ``CocoDataset`` trains on.
-
-    Args:
-        data: COCO instances dict (``images``, ``categories``, ``annotations`` with ``bbox``
-            xywh and, for pseudo labels, ``score`` and optionally ``weight``).
-        fully_supervised: ``data`` holds real boxes (``weight`` 1). Either way a box that
-            :func:`wsod.contracts.is_ignored` (``difficult`` or ``iscrowd``) becomes ``iscrowd``
-            1: mmdet ignores it in training, as its VOC loader does.
-
-    Returns:
-        COCO instances dict: images ``{id, file_name, width, height}``, categories sorted by
-        id, annotations ``{id (1..N), image_id, category_id, bbox, area = w*h, iscrowd, score,
-        weight}`` (``score`` default 1.0, ``weight``: :func:`wsod.contracts.box_weight`).
-    """
-    images = [{k: im[k] for k in ("id", "file_name", "width", "height")} for im in data["images"]]
-    anns = []
-    for i, a in enumerate(data["annotations"], start=1):
-        x, y, w, h = (float(v) for v in a["bbox"])
-        crowd = int(contracts.is_ignored(a))
-        anns.append(
-            {
-                "id": i,
-                "image_id": a["image_id"],
-                "category_id": a["category_id"],
-                "bbox": [x, y, w, h],
-                "area": w * h,
-                "iscrowd": crowd,
-                "score": float(a.get("score", 1.0)),
-                "weight": contracts.box_weight(a, fully_supervised=fully_supervised),
-            }
-        )
-    cats = sorted(
-        ({"id": c["id"], "name": c["name"]} for c in data["categories"]), key=lambda c: c["id"]
-    )
-    return {
-        "info": dict(data.get("info", {})),
-        "images": images,
-        "categories": cats,
-        "annotations": anns,
-    }
-
-
-def _resolve_root(root: str | os.PathLike, ref_file: str | os.PathLike) -> Path:
-    from wsod.contracts import resolve_data_root
-
-    return resolve_data_root({"info": {"data_root": str(root)}}, ref_file)
-
-
-def _train_data_root(
-    data: Mapping, path: str | os.PathLike, data_root: str | os.PathLike | None
-) -> Path:
-    if data_root is not None:
-        return Path(data_root)
-    info = data.get("info") or {}
-    if info.get("data_root"):
-        return _resolve_root(info["data_root"], path)
-    split_path = _split_file(info, path)
-    if split_path is not None:
-        split = contracts.load_split(split_path)
-        return _resolve_root(split["info"]["data_root"], split_path)
-    raise StrongStageError(
-        f"{path}: no info.data_root (nor info.split_file) says where the "
-        "images are; pass data_root= (--data-root DIR)"
-    )
-
-
-def _split_file(info: Mapping, path: str | os.PathLike) -> Path | None:
-    """The training file's ``info.split_file`` (relative: to the cwd, else to its folder)."""
-    if not info.get("split_file"):
-        return None
-    split_path = Path(info["split_file"])
-    if not split_path.is_absolute() and not split_path.is_file():
-        split_path = Path(path).parent / split_path
-    return split_path
 
 
 # --------------------------------------------------------------------------- dataset wiring
@@ -274,23 +192,19 @@ def run(
     training = TrainingSet(str(config), train_ann, train_file, split, fully, root, work_dir, prefix)
     plugin, extra = _extra_inputs(cfg, training)
     _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, max_iters)
-    job, fingerprint = _train_job(cfg, config, ann_path, prefix, (train_ann, train_file), meta, extra)
+    job, fingerprint = _train_job(
+        cfg, config, ann_path, prefix, (train_ann, train_file), meta, extra
+    )
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
     outputs = []
     for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
         where = (split_path, split, out, train_file)
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
-    return {
-        "checkpoint": trained.checkpoint,
-        "config": str(job.config_file),
-        "work_dir": str(work_dir),
-        "supervision": meta["extra"]["supervision"],
-        "iterations": trained.iterations,
-        "resumed_from": trained.resumed_from,
-        "outputs": outputs,
-        "train_annotations": str(ann_path),
-        "extra_inputs": str(extra.path) if extra else None,
-    }
+    summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
+    summary.update(work_dir=str(work_dir), supervision=meta["extra"]["supervision"])
+    summary.update(iterations=trained.iterations, resumed_from=trained.resumed_from)
+    summary.update(outputs=outputs, train_annotations=str(ann_path))
+    return {**summary, "extra_inputs": str(extra.path) if extra else None}
 
 
 def _extra_inputs(cfg, training: TrainingSet) -> tuple[StrongInputs | None, ExtraInputs | None]:
@@ -355,7 +269,10 @@ def _training_boxes(
     else:
         data = contracts.load_pseudo_labels(train_file)
     classes = _check_categories(data["categories"], str(train_file))
-    root = _train_data_root(data, train_file, data_root).resolve()
+    try:
+        root = train_data_root(data, train_file, data_root).resolve()
+    except ValueError as e:
+        raise StrongStageError(str(e)) from e
     if not root.is_dir():
         raise StrongStageError(f"{train_file}: image folder {root} not found; pass --data-root")
     train_ann = build_train_annotations(data, fully_supervised=fully)
@@ -447,7 +364,7 @@ def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, conf
     (``where = (split path, split, out, training file)``)."""
     split_path, split, out, train_file = where
     test_cfg = tr.detection_config(cfg, f"infer_{Path(split_path).stem}")
-    root = _resolve_root(split["info"]["data_root"], split_path).resolve()
+    root = resolve_root(split["info"]["data_root"], split_path).resolve()
     ds_cfg = test_cfg.test_dataloader.dataset
     _set_dataset(ds_cfg, str(config), Path(split_path).resolve(), root, classes)
     _inner_dataset(ds_cfg, str(config)).test_mode = True

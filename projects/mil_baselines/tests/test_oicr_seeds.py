@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_weak_configs import MOBILE, _cfg, write_voc_inputs  # same folder (prepend mode)
+from test_mil_configs import MOBILE, _cfg, write_voc_inputs  # same folder (prepend mode)
 from test_wsddn_head import make_head, toy_batch
 
 from projects.mil_baselines.mil_baselines.oicr_head import WSODOICRHead, oicr_pseudo_labels
@@ -83,7 +83,7 @@ def test_heads_that_cannot_use_seeds_refuse_them(voc_root, tmp_path):
         model.loss(batch["inputs"], batch["data_samples"])
 
 
-REPO_CAM = MOBILE.parents[1] / "cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py"
+REPO_CAM = MOBILE.parents[4] / "configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py"
 
 
 def _voc_with_seeds(voc_root, tmp_path, n=3):

@@ -83,7 +83,7 @@ def _cfg_options(options: dict) -> list[str]:
 
 def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
     from wsod.cli import main
-    from wsod.models import semi
+    from projects.soft_teacher import soft_teacher as semi
 
     seen = []
     restrict = semi.label_restricted_teacher.restrict_to_image_labels
@@ -131,7 +131,7 @@ def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
 
 
 def test_burn_in_skips_the_teacher_then_copies_the_student(voc4, tmp_path, monkeypatch):
-    from wsod.models import semi
+    from projects.soft_teacher import soft_teacher as semi
     from wsod.stages.strong import run
 
     calls = []

@@ -1,27 +1,5 @@
-"""The formats the stages exchange, with one validator each (used on write and on read).
-
-Box convention inside the code: absolute pixels, float, ``x1, y1, x2, y2``, 0-based. Files use
-COCO's ``x, y, w, h``; conversion happens only here and in the dataset loaders/exporters.
-
-| artifact         | file                         | format                                               |
-|------------------|------------------------------|------------------------------------------------------|
-| dataset split    | ``<split>.json``             | COCO-style ``images`` (+ per image ``labels``),      |
-|                  |                              | ``categories``, ``info.data_root``; **no boxes**     |
-| eval-only boxes  | ``<split>_gt.json``          | COCO instances json (+ ``difficult`` per box)        |
-| proposals        | ``*.pkl`` / ``*.npz``        | mmdet proposal contract: ``{file_name: {"bboxes":    |
-|                  |                              | float32 (N,4) x1y1x2y2, "scores": float32 (N,)}}``   |
-| weak detections  | ``*.json``                   | COCO results list (image_id, category_id, bbox, score)|
-| pseudo labels    | ``*.json``                   | COCO instances json, ``score`` (and ``weight``) kept  |
-| metrics          | ``eval/metrics.json``        | per detector VOC / COCO AP, per-class AP and PR      |
-|                  |                              | curves, caveats (:func:`validate_metrics`)           |
-
-Converters from these formats to arrays live here too (:func:`detections_to_arrays`,
-:func:`detections_by_image`, :func:`pseudo_label_detections`); ground truth is converted by the
-eval-only :mod:`wsod.evaluation.gt`, which the training side never imports.
-
-A split's ``file_name`` is relative to ``info.data_root`` (for VOC: ``JPEGImages/000005.jpg``,
-which is also the key mmdet's ``load_proposals`` derives from an image path).
-"""
+"""The formats the stages exchange, with one validator each: boxes, splits, ground truth,
+detections, pseudo labels, proposals, and their readers (see :mod:`wsod.contracts`)."""
 
 from __future__ import annotations
 
@@ -315,99 +293,6 @@ def validate_proposals(
     return dict(props)
 
 
-# --------------------------------------------------------------------------- metrics
-METRICS_KEYS = {
-    "split": str,
-    "gt": str,
-    "iou_thr": (int, float),
-    "num_images": int,
-    "num_gt_boxes": int,
-    "classes": list,
-    "caveats": list,
-    "gt_note": str,
-    "detectors": Mapping,
-}
-DETECTOR_ORDER = ("weak", "strong", "fsd")  # metrics.json lists these first, in this order
-METRICS_DETECTOR_KEYS = ("file", "num_detections", "mAP_11points", "mAP_area", "per_class")
-METRICS_CLASS_KEYS = ("class_id", "num_gt", "num_dets", "num_tp", "ap_11points", "ap_area", "pr")
-_REGENERATE = "regenerate it with `wsod evaluate`"
-
-
-def ordered_detectors(names: Iterable[str]) -> list[str]:
-    """Detector names in ``metrics.json`` order: :data:`DETECTOR_ORDER` first, the others after."""
-    names = list(names)
-    first = [n for n in DETECTOR_ORDER if n in names]
-    return first + [n for n in names if n not in first]
-
-
-def _is_score(v: Any) -> bool:
-    """A json metric value: a finite number, or None (nan / not defined)."""
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v))
-
-
-def _validate_metric_entry(entry: Any, classes: set[str], where: str) -> None:
-    """One detector entry of ``metrics.json`` (see :func:`validate_metrics`)."""
-    if not isinstance(entry, Mapping):
-        _fail(where, f"must be a json object; {_REGENERATE}")
-    for key in METRICS_DETECTOR_KEYS:
-        if key not in entry:
-            _fail(where, f"missing key '{key}'; {_REGENERATE}")
-    for key in ("mAP_11points", "mAP_area"):
-        if not _is_score(entry[key]):
-            _fail(where, f"'{key}' must be a number or null, got {entry[key]!r}")
-    if not _is_score((entry.get("coco") or {}).get("AP")):
-        _fail(where, f"'coco.AP' must be a number or null, got {entry['coco'].get('AP')!r}")
-    per_class = entry["per_class"]
-    if not isinstance(per_class, Mapping) or not set(per_class) <= classes:
-        _fail(where, f"'per_class' must map the file's 'classes' to entries; {_REGENERATE}")
-    for name, c in per_class.items():
-        missing = [k for k in METRICS_CLASS_KEYS if k not in c]
-        if missing:
-            _fail(where, f"class {name!r} lacks {missing}; {_REGENERATE}")
-        pr = c["pr"]
-        if len(pr.get("recall", ())) != len(pr.get("precision", ())):
-            _fail(where, f"class {name!r}: pr recall and precision differ in length")
-
-
-def validate_metrics(metrics: Any, where: str = "metrics") -> dict:
-    """Check ``eval/metrics.json``: written by ``wsod evaluate``, read by ``wsod report``.
-
-    Required: ``split``, ``gt``, ``iou_thr``, ``num_images``, ``num_gt_boxes``, ``classes``
-    (names in category-id order), ``caveats`` (what the data lacks), ``gt_note`` and
-    ``detectors`` ``{name: {file, num_detections, mAP_11points, mAP_area, [coco {AP, ...}],
-    per_class {class name: {class_id, num_gt, num_dets, num_tp, ap_11points, ap_area,
-    [coco_ap], max_recall, pr {recall, precision}}}}}`` (a metric is a number, or null when it
-    is not defined). Optional: ``ratios`` ``{"<name>/weak": {mAP_11points, mAP_area, coco_AP,
-    lowered}}`` and ``train`` ``{gt, split, num_images, detectors {name: {file, corloc, ...}},
-    [pseudo_labels {file, num_boxes, ...: a detector entry plus box precision / recall}]}``.
-    """
-    if not isinstance(metrics, Mapping):
-        _fail(where, f"metrics must be a json object; {_REGENERATE}")
-    for key, kind in METRICS_KEYS.items():
-        if key not in metrics:
-            _fail(where, f"missing key '{key}'; {_REGENERATE}")
-        if not isinstance(metrics[key], kind):
-            _fail(where, f"'{key}' has the wrong type ({type(metrics[key]).__name__})")
-    classes = set(metrics["classes"])
-    for name, entry in metrics["detectors"].items():
-        _validate_metric_entry(entry, classes, f"{where}: detector {name!r}")
-    for name, r in (metrics.get("ratios") or {}).items():
-        if not isinstance(r, Mapping) or not isinstance(r.get("lowered"), bool):
-            _fail(where, f"ratio {name!r} needs a boolean 'lowered'; {_REGENERATE}")
-    train = metrics.get("train")
-    if train is not None:
-        for key in ("gt", "split", "num_images", "detectors"):
-            if key not in train:
-                _fail(where, f"'train' lacks '{key}'; {_REGENERATE}")
-        for name, entry in train["detectors"].items():
-            if "file" not in entry or not _is_score(entry.get("corloc")):
-                _fail(where, f"train detector {name!r} needs 'file' and a 'corloc' number")
-        pl = train.get("pseudo_labels")
-        if pl is not None:
-            _validate_metric_entry(pl, classes, f"{where}: train pseudo_labels")
-    return dict(metrics)
-
-
 # --------------------------------------------------------------------------- readers
 def load_split(path: str | os.PathLike) -> dict:
     """Read and validate a weak-label split (the only dataset file training stages read)."""
@@ -420,11 +305,6 @@ def load_detections(path: str | os.PathLike, split: Mapping | None = None) -> li
 
 def load_pseudo_labels(path: str | os.PathLike) -> dict:
     return validate_pseudo_labels(read_json(path), where=str(path))
-
-
-def load_metrics(path: str | os.PathLike) -> dict:
-    """Read and validate ``metrics.json`` (the report's only required input)."""
-    return validate_metrics(read_json(path), where=str(path))
 
 
 def resolve_data_root(
@@ -447,74 +327,3 @@ def resolve_data_root(
 def category_names(split: Mapping) -> list[str]:
     """Class names ordered by category id."""
     return [c["name"] for c in sorted(split["categories"], key=lambda c: c["id"])]
-
-
-# --------------------------------------------------------------------------- strong stage's training boxes
-# (box weights and ``strong/train_annotations.json``; kept together at the end of the module)
-def box_weight(ann: Mapping, *, fully_supervised: bool = False) -> float:
-    """The training weight of one box: its ``weight``; else, for a pseudo label, its
-    ``score``; else 1.0. Real boxes (``fully_supervised``) weigh 1.0 unless they say otherwise.
-
-    The one definition used where training annotations are written (the strong stage); no
-    strong config trains on it (the box-weighted strong config and its modules, used by no
-    pipeline, were removed; the weight stays in the file for a detector that reads it).
-    """
-    if "weight" in ann and ann["weight"] is not None:
-        return float(ann["weight"])
-    if not fully_supervised and ann.get("score") is not None:
-        return float(ann["score"])
-    return 1.0
-
-
-TRAIN_ANNOTATION_KEYS = (
-    "id",
-    "image_id",
-    "category_id",
-    "bbox",
-    "area",
-    "iscrowd",
-    "score",
-    "weight",
-)
-"""Keys of every annotation in the strong stage's ``train_annotations.json``."""
-
-
-def validate_train_annotations(data: Any, where: str = "training annotations") -> dict:
-    """Check the strong stage's ``[fsd_]train_annotations.json`` (what mmdet's ``CocoDataset``
-    trains on): a COCO instances file (:func:`validate_gt`) whose images have ``id,
-    file_name, width, height``, whose categories are ids ``1..K``, and whose annotations have
-    unique ids and :data:`TRAIN_ANNOTATION_KEYS` with ``area = w * h``, ``iscrowd`` 0/1 and
-    finite ``score`` and ``weight >= 0``. Returns it unchanged."""
-    validate_gt(data, where)
-    for im in data["images"]:
-        missing = [k for k in ("id", "file_name", "width", "height") if k not in im]
-        if missing:
-            _fail(where, f"image {im.get('id')} lacks {missing}; rerun `wsod strong`")
-    ids = sorted(int(c["id"]) for c in data["categories"])
-    if ids != list(range(1, len(ids) + 1)):
-        _fail(where, f"category ids must be 1..K, got {ids}; regenerate the split")
-    seen: set = set()
-    for a in data["annotations"]:
-        missing = [k for k in TRAIN_ANNOTATION_KEYS if k not in a]
-        if missing:
-            _fail(where, f"annotation {a.get('id')} lacks {missing}; rerun `wsod strong`")
-        if a["id"] in seen:
-            _fail(where, f"duplicate annotation id {a['id']}")
-        seen.add(a["id"])
-        w, h = (float(v) for v in a["bbox"][2:])
-        if not np.isclose(float(a["area"]), w * h, rtol=1e-6, atol=1e-6):
-            _fail(where, f"annotation {a['id']}: area {a['area']} != w * h = {w * h}")
-        if a["iscrowd"] not in (0, 1):
-            _fail(where, f"annotation {a['id']}: iscrowd must be 0 or 1, got {a['iscrowd']!r}")
-        score, weight = float(a["score"]), float(a["weight"])
-        if not (np.isfinite(score) and np.isfinite(weight) and weight >= 0):
-            _fail(
-                where,
-                f"annotation {a['id']}: score {score} / weight {weight} (want finite, weight >= 0)",
-            )
-    return dict(data)
-
-
-def load_train_annotations(path: str | os.PathLike) -> dict:
-    """Read and validate a strong stage's ``train_annotations.json``."""
-    return validate_train_annotations(read_json(path), where=str(path))
