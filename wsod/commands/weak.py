@@ -1,4 +1,4 @@
-"""``wsod weak``: train the weakly supervised detector (OICR / WSDDN) and detect with it, or
+"""``wsod weak``: train the weakly supervised detector (the CAM black box) and detect with it, or
 import another detector's detections (see :mod:`wsod.stages.weak`)."""
 
 from __future__ import annotations
