@@ -56,11 +56,12 @@ FSD_CONFIG := $(PIPE_FSD_CONFIG)
 ROUNDS ?= $(or $(PIPE_ROUNDS),0)
 ROUND_IDS := $(wordlist 1,$(ROUNDS),1 2 3 4 5 6 7 8 9)
 # Also evaluate the strong (and fsd) detections rescored by the black box's image-level
-# confidence (`wsod rescore`): the pipeline's rescore_by_black_box. 1 = its highest detection
-# score of the class in the image (any black box); image = a CAM black box's class probability
-# (whole-image proposal, PIPE_IMAGE_SCORES_CFG_OPTIONS: no proposals at test time); 0 = off.
-RESCORE ?= $(or $(PIPE_RESCORE),0)
-RESCORE_ON := $(filter 1 True true image,$(RESCORE))
+# confidence (`wsod rescore`): the pipeline's rescore_by_black_box. detections = its highest
+# detection score of the class in the image (any black box); image = a CAM black box's class
+# probability (whole-image proposal, PIPE_IMAGE_SCORES_CFG_OPTIONS: no proposals at test time);
+# off = none (RESCORE=1 / 0 still mean detections / off).
+RESCORE ?= $(or $(PIPE_RESCORE),off)
+RESCORE_ON := $(filter detections image 1 True true,$(RESCORE))
 BLACK_BOX_SCORES = $(if $(filter image,$(RESCORE)),$(WEAK)/val_image_scores.json,$(WEAK)/val_dets.json)
 PYTEST_ARGS ?=
 # `make -j2 all` runs independent stages at once (e.g. the fully supervised reference beside

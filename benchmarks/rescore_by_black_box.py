@@ -9,7 +9,7 @@ one of:
   black box, built-in or imported, from its detections on the same split (``wsod rescore``);
 * ``image classifier`` (with ``--image-scores``): the same, from a file of one whole-image box
   per (image, class) scored with the CAM black box's class probability (``wsod proposals
-  --method whole_image`` + the CAM config with ``model.roi_head.score_mode=image``): no
+  --method whole_image`` + the CAM config with ``model.roi_head.scoring.type=image``): no
   proposals needed at test time;
 * ``labels`` (an oracle): 1 when c is among the image's labels in the split file, else the
   detection is dropped - the most any image-level rescoring could give.

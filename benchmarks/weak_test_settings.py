@@ -9,7 +9,7 @@ image) and the seconds per image. Variants:
 * ``--views``: test-time augmentation; ``1`` (the config as is), ``flip``,
   ``flip,0.75,1.0,1.25`` (flip + scale factors), ``0.75,1.0,1.25``...
 * ``--options``: any test-time config change, as a json dict of dotted keys, e.g.
-  ``'{"+model.roi_head.area_weight": 1.5}'`` (``+``: a key the config does not list).
+  ``'{"model.roi_head.scoring.area_weight": 1.5}'`` (``+key``: a key the config does not list).
 
 It reads the evaluated images' **ground-truth boxes** (``<split>_gt.json``): an evaluation
 tool for choosing test-time settings on val, never part of the training side.
@@ -22,7 +22,7 @@ Usage::
         --split work_dirs/voc07_cpu/data/val.json --gt work_dirs/voc07_cpu/data/val_gt.json \\
         --proposals work_dirs/voc07_cpu/proposals/val.pkl --num 300 \\
         --views 1 flip flip,0.75,1.0,1.25 \\
-        --options '{"+model.roi_head.area_weight": 1.5}'
+        --options '{"model.roi_head.scoring.area_weight": 1.5}'
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""The package's shape: small functions, and imports that only point down the layers.
+"""The package's shape: small functions and modules, and imports that only point down the layers.
 
-Layers, top to bottom (README, "Layout"): ``cli``/``commands``/``pipeline``/``__main__`` ->
+Layers, top to bottom (README, "Layers"): ``cli``/``commands``/``pipeline``/``__main__`` ->
 ``stages`` (orchestration only) -> ``training`` (the one training flow) -> the domain packages
-(``datasets``, ``proposals``, ``models``, ``denoise``, ``evaluation``, ``report``, ``weak``) ->
-``contracts`` and ``utils``. A module may import its own layer's modules (no cycles) and any
-lower layer, never a higher one. Imports inside functions count too: a lazy import is still a
-dependency.
+(``datasets``, ``proposals``, ``detections``, ``models``, ``denoise``, ``evaluation``,
+``report``, ``rescoring``) -> ``contracts`` and ``utils``. A module may import its own layer's
+modules (no cycles) and any lower layer, never a higher one; a stage never imports another
+stage (what two stages share lives below them); the core never imports a project
+(``projects/`` plug in through the registries). Imports inside functions count too: a lazy
+import is still a dependency, and so is ``importlib.import_module("wsod.x")`` (an f-string
+``f"wsod.commands.{name}"`` depends on every module of ``wsod.commands``).
 """
 
 from __future__ import annotations
@@ -16,21 +19,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "wsod"
 MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 400
 
 LAYERS = {
     "cli": 4, "commands": 4, "pipeline": 4, "__main__": 4,
     "stages": 3,
     "training": 2,
-    "datasets": 1, "proposals": 1, "models": 1, "denoise": 1, "evaluation": 1, "report": 1,
-    "weak": 1,
+    "datasets": 1, "proposals": 1, "detections": 1, "models": 1, "denoise": 1, "evaluation": 1,
+    "report": 1, "rescoring": 1,
     "contracts": 0, "utils": 0, "__init__": 0,
 }  # fmt: skip
 
 
-def _modules() -> list[tuple[str, Path]]:
+def _modules(package: Path = PACKAGE) -> list[tuple[str, Path]]:
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(REPO).with_suffix("").parts
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).with_suffix("").parts
         out.append((".".join(rel[:-1] if rel[-1] == "__init__" else rel), path))
     return out
 
@@ -45,30 +49,105 @@ def _layer(module: str) -> int:
     return LAYERS[top]
 
 
-def _imports(module: str, path: Path) -> set[str]:
+def _dynamic_target(node: ast.Call) -> str | None:
+    """The module an ``import_module(...)`` call names: the string, or an f-string's constant
+    head followed by ``*`` (``f"wsod.commands.{x}"`` -> ``wsod.commands.*``)."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name not in ("import_module", "__import__") or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return f"{arg.values[0].value}*"
+    return None
+
+
+def _imports(module: str, path: Path, prefix: str = "wsod") -> set[str]:
+    """The ``prefix`` modules ``module`` imports (``pkg.*``: every module of ``pkg``)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found: set[str] = set()
     pkg = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("wsod"))
+            found.update(a.name for a in node.names if a.name.startswith(prefix))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg[: len(pkg) - node.level + 1]
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
-            if name.startswith("wsod"):
+            if name.startswith(prefix):
                 found.add(name)
                 # `from wsod.stages import data` imports the module wsod.stages.data
                 found.update(f"{name}.{a.name}" for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Call):
+            target = _dynamic_target(node)
+            if target and target.startswith(prefix):
+                found.add(target)
     return found
 
 
-def _known(name: str, modules: set[str]) -> str | None:
+def _known(name: str, modules: set[str]) -> set[str]:
+    """The modules ``name`` refers to: the longest known prefix, or for ``pkg.*`` every module
+    inside ``pkg``."""
+    if name.endswith("*"):
+        head = name[:-1]
+        return {m for m in modules if m.startswith(head) and m != head.rstrip(".")}
     while name and name not in modules:
         name = name.rpartition(".")[0]
-    return name or None
+    return {name} if name else set()
+
+
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: the package modules it imports}`` (a package's ``__init__`` importing its own
+    submodules is the package, not a dependency on them)."""
+    mods = _modules(package)
+    names = {m for m, _ in mods}
+    return {
+        m: {
+            t
+            for n in _imports(m, p)
+            for t in _known(n, names)
+            if t != m and not m.startswith(t + ".") and t != "wsod"
+        }
+        for m, p in mods
+    }
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{m} imports {t}" for m, ts in graph.items() for t in ts if _layer(t) > _layer(m)
+    )
+
+
+def _stage_to_stage(graph: dict[str, set[str]]) -> list[str]:
+    def is_stage(m: str) -> bool:
+        return m.startswith("wsod.stages.")
+
+    return sorted(
+        f"{m} imports {t}" for m, ts in graph.items() if is_stage(m) for t in ts if is_stage(t)
+    )
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    return cycles
 
 
 def _long_functions(path: Path) -> list[str]:
@@ -86,46 +165,45 @@ def test_every_function_is_short() -> None:
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
 
 
+def test_every_module_is_short() -> None:
+    long = [
+        f"{m}: {n} lines"
+        for m, path in _modules()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(long)
+
+
 def test_imports_point_down() -> None:
-    modules = {m for m, _ in _modules()} | {"wsod"}
-    upward = []
-    for module, path in _modules():
-        for name in _imports(module, path):
-            target = _known(name, modules)
-            if target is None or target == "wsod":
-                continue
-            if _layer(target) > _layer(module):
-                upward.append(f"{module} imports {target}")
-    assert not upward, "imports that point up a layer:\n" + "\n".join(sorted(upward))
+    upward = _upward(_graph())
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_no_stage_imports_another_stage() -> None:
+    found = _stage_to_stage(_graph())
+    assert not found, "stages importing stages (move what they share down):\n" + "\n".join(found)
 
 
 def test_no_import_cycles() -> None:
-    modules = {m for m, _ in _modules()}
-    graph = {
-        m: {
-            t
-            for n in _imports(m, p)
-            if (t := _known(n, modules)) and t != m and not m.startswith(t + ".")
-        }
-        for m, p in _modules()
-    }
-    # a package's __init__ importing its own submodules is the package, not a cycle
-    state: dict[str, int] = {}
-    cycles: list[str] = []
-
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                cycles.append(" -> ".join(stack[stack.index(nxt) :] + [nxt]))
-            elif nxt not in state:
-                visit(nxt, [*stack, nxt])
-        state[node] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
+    cycles = _cycles(_graph())
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_core_never_imports_a_project() -> None:
+    found = sorted(
+        f"{m} imports {n}" for m, p in _modules() for n in _imports(m, p, prefix="projects")
+    )
+    assert not found, "the core importing projects/ (register through mmdet instead):\n" + (
+        "\n".join(found)
+    )
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / "wsod" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "wsod"
 
 
 def test_checks_can_fail(tmp_path: Path) -> None:
@@ -140,4 +218,27 @@ def test_checks_can_fail(tmp_path: Path) -> None:
         "wsod.utils",
         "wsod.utils.sibling",
     }
-    assert _layer("wsod.stages.data") > _layer("wsod.utils.helper")
+    # a planted package: an upward import, a dynamic import closing a cycle, a stage importing a
+    # stage and an import of a project
+    package = _plant(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "utils/__init__.py": "",
+            "utils/io.py": "def f():\n    from wsod.stages import data\n",
+            "stages/__init__.py": "",
+            "stages/data.py": "import importlib\nimportlib.import_module('wsod.cli')\n",
+            "stages/weak.py": "from wsod.stages.data import x\n",
+            "cli.py": "import importlib\n\n\ndef main(s):\n"
+            "    importlib.import_module(f'wsod.stages.{s}')\n"
+            "    import projects.soft_teacher\n",
+        },
+    )
+    graph = _graph(package)
+    assert graph["wsod.cli"] == {"wsod.stages.data", "wsod.stages.weak"}  # the f-string
+    assert {"wsod.stages.data imports wsod.cli", "wsod.utils.io imports wsod.stages.data"} <= set(
+        _upward(graph)
+    )
+    assert "wsod.cli -> wsod.stages.data -> wsod.cli" in _cycles(graph)
+    assert _stage_to_stage(graph) == ["wsod.stages.weak imports wsod.stages.data"]
+    assert _imports("wsod.cli", package / "cli.py", prefix="projects") == {"projects.soft_teacher"}

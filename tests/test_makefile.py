@@ -119,7 +119,7 @@ def test_weak_training_waits_for_proposals_only_when_it_reads_them(tmp_path):
     wsddn = tmp_path / "wsddn.py"
     wsddn.write_text(
         f"_base_ = ['{REPO}/pipelines/demo.py']\n"
-        f"weak = dict(config='configs/wsddn/wsddn_mobilenetv2_demo.py')\n"
+        f"weak = dict(config='projects/mil_baselines/configs/wsddn/wsddn_mobilenetv2_demo.py')\n"
     )
     lines, train, detect, props = weak_commands(wsddn)
     assert f"--train-proposals {run}/proposals/train.pkl" in lines[train]
@@ -199,10 +199,10 @@ def test_a_pipeline_typo_stops_make_with_the_file_and_the_near_name(tmp_path):
 
 
 def test_image_rescoring_options_come_from_python(tmp_path):
-    """The CAM's image-score overrides live in wsod.stages.rescore, not in the Makefile."""
-    from wsod.stages.rescore import IMAGE_SCORES_CFG_OPTIONS
+    """The CAM's image-score overrides live in wsod.rescoring, not in the Makefile."""
+    from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
 
-    assert "score_mode" not in (REPO / "Makefile").read_text()
+    assert "scoring" not in (REPO / "Makefile").read_text()
     out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={REPO}/pipelines/voc07_cpu.py"))
     line = next(
         ln for ln in out.splitlines() if "val_image_scores.json" in ln and "wsod weak" in ln

@@ -57,14 +57,18 @@ def apply_pipeline(args: argparse.Namespace) -> None:
     """Fill options left at ``None`` from the pipeline file's section for this stage.
 
     ``cfg_options`` given in both places are merged, the command line's keys winning (so a
-    Makefile rule can add a key to a pipeline's overrides without dropping them).
+    Makefile rule can add a key to a pipeline's overrides without dropping them). The whole
+    pipeline is kept as ``args.pipeline_values`` (``wsod predict`` reads its rescoring from the
+    weak and proposals sections).
     """
     if not getattr(args, "pipeline", None):
         return
     from wsod.commands import parse_cfg_options
     from wsod.pipeline import load_pipeline
 
-    section = load_pipeline(args.pipeline).get(args.command, {}) or {}
+    pipeline = load_pipeline(args.pipeline)
+    args.pipeline_values = pipeline  # the whole file, for commands that read other sections
+    section = pipeline.get(args.command, {}) or {}
     for key, value in section.items():
         given = getattr(args, key, None)
         if given is None:

@@ -5,13 +5,14 @@ A pipeline names which configs and parameters each stage uses, one dict per stag
     run_name = 'demo'
     data = dict(source='data/demo', format='voc', splits=['train', 'val'])
     proposals = dict(method='selective_search', max_boxes=500)
-    weak = dict(config='configs/wsddn/...py')
+    weak = dict(config='configs/cam/...py')
     denoise = dict(strategies=[dict(type='label_consistency'), dict(type='top1')])
     strong = dict(config='configs/faster_rcnn/...py')
     fsd = 1  # also train the fully supervised reference on the real boxes
     fsd_config = 'configs/faster_rcnn/...py'  # optional; default: strong's config
-    rescore_by_black_box = 1  # also evaluate strong/fsd rescored by the black box (wsod rescore);
-                              # 'image': by a CAM black box's class probabilities
+    rescore_by_black_box = 'image'  # also evaluate strong/fsd rescored by the black box
+                                    # (wsod rescore): 'image' a CAM's class probabilities,
+                                    # 'detections' its detections, 'off' (default) none
     backbone_from_black_box = 1  # strong/fsd backbones start from the black box's trunk
 
 Keys of a stage's dict are the long option names of ``wsod <stage>`` (dashes as underscores).
@@ -31,8 +32,9 @@ from pathlib import Path
 
 # what a pipeline holds beside its stage sections (one dict of `wsod <stage>` options each):
 # the run's name, the fully supervised reference (fsd = 0/1) and its config (default: strong's),
-# self-training rounds, rescore_by_black_box (0, 1 or 'image') and backbone_from_black_box (0/1:
-# the strong detectors' backbone starts from the black box's trunk, `wsod strong --init-backbone`)
+# self-training rounds, rescore_by_black_box ('off', 'detections' or 'image') and
+# backbone_from_black_box (0/1: the strong detectors' backbone starts from the black box's trunk,
+# `wsod strong --init-backbone`)
 VALUES = (
     "run_name",
     "fsd",
@@ -57,7 +59,8 @@ def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
     Raises:
         ValueError: naming ``path``, the wrong name and the nearest known one.
     """
-    from wsod.commands import STAGES, stage_options
+    from wsod import STAGES
+    from wsod.commands import stage_options
 
     for key, section in pipeline.items():
         if key in VALUES:
@@ -118,23 +121,6 @@ def _weak_config(pipeline: dict):
     return Config.fromfile(str(config), import_custom_modules=False)
 
 
-# values computed from the pipeline rather than read from it
-DERIVED = {"weak.train_reads_proposals": weak_trains_on_proposals}
-
-
-def get_value(path: str | os.PathLike, key: str, default: str = "") -> str:
-    """A dotted key of a pipeline file as text, e.g. ``weak.config``; or a value derived from it
-    (:data:`DERIVED`, e.g. ``weak.train_reads_proposals``)."""
-    if key in DERIVED:
-        return str(int(DERIVED[key](load_pipeline(path))))
-    node: object = load_pipeline(path)
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return default
-        node = node[part]
-    return str(node)
-
-
 def _flag(path, key: str, value) -> str:
     """A pipeline boolean (False/True, 0/1, None) as ``'0'`` or ``'1'``."""
     if value is None or (isinstance(value, (bool, int)) and value in (0, 1)):
@@ -172,7 +158,7 @@ def make_values(path: str | os.PathLike) -> dict[str, str]:
     files, the weak config and its bases): the Makefile regenerates its fragment when one of
     them changes.
     """
-    from wsod.stages.rescore import IMAGE_SCORES_CFG_OPTIONS, black_box_mode
+    from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS, black_box_mode
 
     pipeline = load_pipeline(path)
     weak = pipeline.get("weak") or {}
@@ -266,36 +252,29 @@ def write_section_stamps(path: str | os.PathLike, out_dir: str | os.PathLike) ->
     return written
 
 
-USAGE = (
-    "usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] [--vars-mk FILE] "
-    "[DOTTED.KEY=DEFAULT ...]"
-)
+USAGE = "usage: python -m wsod.pipeline PIPELINE_FILE [--stamps DIR] [--vars-mk FILE]"
 
 
 def main(argv: list[str]) -> int:
-    """``python -m wsod.pipeline FILE [--stamps DIR] [--vars-mk FILE] [KEY=DEFAULT ...]``: write
-    the stamps and the make fragment, print the named values on one line."""
+    """``python -m wsod.pipeline FILE [--stamps DIR] [--vars-mk FILE]``: write the stamps and
+    the make fragment (the Makefile's values are named there, ``PIPE_*``)."""
     if not argv or argv[0].startswith("-"):
         raise SystemExit(USAGE)
-    path, rest, keys = argv[0], list(argv[1:]), []
+    path, rest = argv[0], list(argv[1:])
     stamps = vars_mk = None
     while rest:
         arg = rest.pop(0)
         if arg in ("--stamps", "--vars-mk") and rest:
             stamps, vars_mk = (rest.pop(0), vars_mk) if arg == "--stamps" else (stamps, rest.pop(0))
-        elif "=" in arg and not arg.startswith("-"):
-            keys.append(arg)
         else:
             raise SystemExit(USAGE)
-    if not (stamps or vars_mk or keys):
+    if not (stamps or vars_mk):
         raise SystemExit(USAGE)
     try:
         if stamps:
             write_section_stamps(path, stamps)
         if vars_mk:
             write_vars_mk(path, vars_mk)
-        if keys:
-            print(" ".join(get_value(path, *arg.split("=", 1)) for arg in keys))
     except (ValueError, OSError) as e:
         raise SystemExit(f"wsod.pipeline: error: {e}") from None
     return 0

@@ -25,8 +25,8 @@ model = dict(
         # first half of val (626 images) with the 1,500-step checkpoint among 10-40 steps,
         # beta 4 / 8 and thresholds 0.2-0.4 (the walk without the threshold score, and the
         # threshold score without the walk, gain little there); see the experiment
-        score_mode='thresholded', cam_thr=0.3,
-        refine=dict(source='learned', iters=20, dilations=(1, 2, 3, 4, 6, 8, 12), beta=8.0,
+        scoring=dict(_delete_=True, type='thresholded', thr=0.3),
+        refine=dict(type='learned', iters=20, dilations=(1, 2, 3, 4, 6, 8, 12), beta=8.0,
                     min_prob=0.05)))
 # the runtime's CheckInvalidLossHook, then the phase switch (a list replaces the base's)
 custom_hooks = [dict(type='CheckInvalidLossHook', interval=1),

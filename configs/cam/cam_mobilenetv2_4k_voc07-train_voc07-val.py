@@ -11,7 +11,7 @@
 # docs/experiments/2026-12-03-weak-test-time-settings.md (the area weights tried).
 _base_ = './cam_mobilenetv2_2k_voc07-train_voc07-val.py'
 
-model = dict(roi_head=dict(area_weight=0.7))
+model = dict(roi_head=dict(scoring=dict(area_weight=0.7)))
 train_cfg = dict(max_iters=4000)
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=100),

@@ -13,9 +13,8 @@ _base_ = [
 # area (there the colour walk shrinks boxes onto parts): docs/experiments/2026-12-05-cam-refinement.md
 model = dict(roi_head=dict(
     num_classes=5,
-    score_mode='thresholded',
-    cam_thr=0.5,
-    refine=dict(iters=10, dilations=(1, 2, 4, 8, 12, 24))))
+    scoring=dict(_delete_=True, type='thresholded', thr=0.5),
+    refine=dict(type='colour', iters=10, dilations=(1, 2, 4, 8, 12, 24))))
 # training ignores proposals: load a single one per image
 train_pipeline = [
     dict(type='LoadImageFromFile'),

@@ -14,8 +14,7 @@ from torch import nn
 from wsod.models import WSODAffinityPhaseHook
 from wsod.models.roi_heads import WSODCAMHead
 from wsod.models.roi_heads.affinity import AffinityBranch
-from wsod.models.roi_heads.cam_head import cam_box_scores, instance_walk
-from wsod.models.roi_heads.cam_refine import propagate
+from wsod.models.roi_heads.cam_walks import walk
 
 AFFINITY = dict(in_indices=(0,), in_channels=(4,), stride=8, dilations=(1, 2), seed_hi=0.5)
 
@@ -49,9 +48,9 @@ def test_head_options_are_checked():
     with pytest.raises(ValueError, match="in_indices and in_channels are required"):
         head(affinity=dict(stride=8))
     with pytest.raises(ValueError, match="needs the affinity branch"):
-        head(refine=dict(source="learned"))
-    with pytest.raises(ValueError, match="'colour' or 'learned'"):
-        head(refine=dict(source="colors"))
+        head(refine=dict(type="learned"))
+    with pytest.raises(ValueError, match="'colour'.*'learned'"):
+        head(refine=dict(type="colors"))
 
 
 def test_affinity_phase_loss_trains_the_branch_alone_and_leaves_padding_unseeded():
@@ -92,22 +91,22 @@ class FixedEmbedding(nn.Module):
 def test_learned_walk_spreads_inside_an_embedding_region_and_not_across():
     """A map bright on the left half with a halo on the right: with an embedding that tells the
     halves apart the walk keeps the step, with a constant one it blurs across it."""
-    refine = dict(source="learned", iters=10, dilations=(1, 2), min_prob=0.5)
+    refine = dict(type="learned", iters=10, dilations=(1, 2), min_prob=0.5)
     h = head(affinity=AFFINITY, refine=refine)
     cam = torch.full((1, 16, 32), 0.3)
     cam[:, :, :16] = 1.0  # score resolution (1/2): 32 x 64 input pixels
     step = torch.zeros(1, 4, 2, 4)  # 1/8: 16 x 32 input pixels
     step[..., 2:] = 10.0
     probs = torch.ones(1)
-    kept, _ = h._refined(cam, None, probs, step[0])
-    blurred, _ = h._refined(cam, None, probs, torch.zeros(1, 4, 2, 4)[0])
+    kept = walk(cam, h.refine, probs, None, step[0])
+    blurred = walk(cam, h.refine, probs, None, torch.zeros(1, 4, 2, 4)[0])
     assert (kept[0, :, :12] > 0.95).all() and (kept[0, :, 20:] < 0.35).all()
     assert (blurred[0, :, 14:18] - cam[0, :, 14:18]).abs().max() > 0.1
-    assert torch.equal(h._refined(cam, None, torch.zeros(1), step[0])[0], cam)  # min_prob
+    assert torch.equal(walk(cam, h.refine, torch.zeros(1), None, step[0]), cam)  # min_prob
 
 
 def test_learned_refine_refuses_an_untrained_branch_and_scores_a_trained_one():
-    h = head(affinity=AFFINITY, refine=dict(source="learned", iters=3, dilations=(1, 2)))
+    h = head(affinity=AFFINITY, refine=dict(type="learned", iters=3, dilations=(1, 2)))
     h.eval()
     f8, f16 = features()
     boxes = [torch.tensor([[0.0, 0.0, 32.0, 32.0], [8.0, 8.0, 64.0, 64.0]])]
@@ -145,7 +144,7 @@ def test_phase_hook_refuses_a_schedule_that_ends_before_the_branch_detection_wal
     """max_iters <= start_iter: before training, an error naming the option to set when the
     head walks on the branch at test time; only a warning when it does not."""
     model = nn.Module()
-    model.roi_head = head(affinity=AFFINITY, refine=dict(source="learned", iters=3))
+    model.roi_head = head(affinity=AFFINITY, refine=dict(type="learned", iters=3))
     hooks = [dict(type="CheckInvalidLossHook"), dict(type="WSODAffinityPhaseHook", start_iter=4)]
     logger = logging.getLogger("affinity-hook-test")
     runner = SimpleNamespace(model=model, max_iters=4, logger=logger, cfg=dict(custom_hooks=hooks))
@@ -156,42 +155,3 @@ def test_phase_hook_refuses_a_schedule_that_ends_before_the_branch_detection_wal
     with caplog.at_level(logging.WARNING, logger="affinity-hook-test"):
         WSODAffinityPhaseHook(start_iter=4).before_train(runner)
     assert "never trained" in caplog.text
-
-
-def test_instance_walk_splits_two_cores_that_the_whole_walk_joins():
-    """Two instances of one class whose maps touch: the walk of the whole map is one region
-    above 0.3 (the box around both wins), the pieces seeded by the two separate cores walk apart
-    and the box of each instance wins over the box around both. The pieces add up to the walk of
-    the whole map; a map with one core is walked whole and not split."""
-    dilations = (1, 2)
-    weights = torch.full((1, 16, 8, 16), 1 / 16)  # uniform affinities: every neighbour alike
-    maps = torch.zeros(2, 8, 16)
-    maps[0, 2:6, 1:7], maps[0, 2:6, 9:15] = 1.0, 0.9  # class 0: two cores ...
-    maps[0, 3:5, 7:9] = 0.4  # ... joined by a bridge below 0.5
-    maps[1, 2:6, 4:12] = 1.0  # class 1: one core
-    walked, instances = instance_walk(maps, weights, dilations, iters=3, thr=0.5)
-    whole = propagate(maps[None], weights, dilations, 3)[0]
-    assert torch.allclose(walked, whole, atol=1e-6)
-    assert set(instances) == {0}  # class 1 has one core: not split
-    left, right = instances[0][4, 3], instances[0][4, 12]
-    assert left != right and (instances[0][:, :6] == left).all()
-    assert (instances[0][:, 10:] == right).all()
-    norm = walked / walked.flatten(1).max(1).values[:, None, None]
-    boxes = torch.tensor([[1.0, 2, 7, 6], [9, 2, 15, 6], [1, 2, 15, 6]])  # left, right, both
-    joined = cam_box_scores(norm, boxes, "thresholded", thr=0.3)[:, 0]
-    assert joined.argmax() == 2
-    split = cam_box_scores(norm, boxes, "thresholded", thr=0.3, zones=instances)[:, 0]
-    assert split[2] < split[:2].min()
-
-
-def test_head_instance_walk_needs_the_learned_walk_and_returns_instances():
-    with pytest.raises(ValueError, match="instance_thr.*learned"):
-        head(refine=dict(instance_thr=0.5))
-    refine = dict(source="learned", iters=3, dilations=(1, 2), instance_thr=0.5)
-    h = head(affinity=AFFINITY, refine=refine)
-    cam = torch.zeros(2, 16, 32)  # score resolution (1/2) of a 32 x 64 input
-    cam[0, 4:12, 2:12], cam[0, 4:12, 20:30] = 1.0, 0.9  # class 0: two instances
-    cam[1, 4:12, 8:24] = 1.0
-    _, zones = h._refined(cam, None, torch.ones(2), torch.zeros(4, 4, 8))  # 1/8
-    assert set(zones) == {0} and zones[0].shape == cam.shape[-2:]
-    assert zones[0][8, 4] != zones[0][8, 28]

@@ -1,11 +1,13 @@
-"""CAM head: box scores on a hand-made activation map, classifier learning, predict shapes."""
+"""CAM head: box scores on a hand-made activation map, classifier learning, predict shapes, and
+the scoring / refine options it refuses."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from wsod.models.roi_heads.cam_head import WSODCAMHead, box_sums, cam_box_scores, cam_zones
+from wsod.models.roi_heads.cam_head import WSODCAMHead
+from wsod.models.roi_heads.cam_scoring import box_sums, cam_box_scores
 
 
 def test_box_sums_match_direct_sums():
@@ -34,8 +36,6 @@ def test_cam_box_scores_hand_made():
     )
     s = cam_box_scores(cam, boxes)[:, 0]
     assert torch.allclose(s, torch.tensor([0.84, 0.0, 0.21, 0.0]), atol=1e-5)
-    m = cam_box_scores(cam, boxes, mode="mean_in_out")[:, 0]
-    assert m[0] == 1.0 and m.argmax() in (0, 2) and m[3] == 0
     # thresholded at 0.5: (inside - 0.5 x area) / (16 x 0.5)
     t = cam_box_scores(cam, boxes, mode="thresholded", thr=0.5)[:, 0]
     expected = torch.tensor([(16 - 8) / 8, 0.0, (4 - 2) / 8, 0.0])  # whole image: 16 - 50 < 0
@@ -54,66 +54,6 @@ def test_area_weight_prefers_tighter_boxes():
     tight = cam_box_scores(cam, boxes, area_weight=2.0)[:, 0]
     assert torch.allclose(tight, torch.tensor([16 / total - 0.32, 1 - 0.48]), atol=1e-5)
     assert tight.argmax() == 0  # a = 2: it is not
-
-
-def test_power_sharpens_towards_the_peak():
-    cam = torch.zeros(1, 10, 10)
-    cam[0, 2:6, 3:7] = 1.0  # the blob
-    cam[0, 2:6, 7:9] = 0.3  # a halo to its right
-    boxes = torch.tensor([[3.0, 2.0, 7.0, 6.0], [3.0, 2.0, 9.0, 6.0]])  # blob, blob + halo
-    assert cam_box_scores(cam, boxes, area_weight=0.5)[:, 0].argmax() == 1
-    sharp = cam_box_scores(cam, boxes, area_weight=0.5, power=3.0)[:, 0]  # halo 0.3 -> 0.027
-    total = 16 + 8 * 0.3**3
-    assert torch.allclose(sharp, torch.tensor([16 / total - 0.08, 1 - 0.12]), atol=1e-5)
-    assert sharp.argmax() == 0
-
-
-def test_zones_score_each_region_alone():
-    cam = torch.zeros(1, 20, 40)
-    cam[0, 5:15, 3:13] = 1.0  # two separate regions, mass 100 each
-    cam[0, 5:15, 27:37] = 1.0
-    cam[0, 0, 0] = 0.9  # a speck: too little mass to form a zone
-    boxes = torch.tensor([[3.0, 5, 13, 15], [27, 5, 37, 15], [3, 5, 37, 15]])  # one, other, both
-    zones = cam_zones(cam[0], 0.1)
-    assert zones is not None and zones.unique().tolist() == [0, 1]
-    assert zones[10, 5] != zones[10, 30] and zones[0, 0] == zones[10, 5]  # nearest region
-    plain = cam_box_scores(cam, boxes)[:, 0]
-    assert plain.argmax() == 2  # together they hold all the mass
-    split = cam_box_scores(cam, boxes, split_zones=True)[:, 0]
-    total, area = 200.9, 800.0
-    expected = [100 / total - 100 / area, 100 / total - 100 / area, 100 / total - 340 / area]
-    assert torch.allclose(split, torch.tensor(expected).clamp(min=0), atol=1e-5)
-    assert split.argmax() in (0, 1)
-    one = torch.zeros(1, 20, 40)
-    one[0, 5:15, 3:13] = 1.0  # a single region: nothing to split, scores unchanged
-    assert cam_zones(one[0], 0.1) is None
-    assert torch.equal(cam_box_scores(one, boxes, split_zones=True), cam_box_scores(one, boxes))
-
-
-def test_context_prefers_one_instance_over_two_and_over_a_part():
-    cam = torch.zeros(1, 30, 60)
-    cam[0, 10:20, 5:15] = 1.0  # two separate instances
-    cam[0, 10:20, 40:50] = 1.0
-    boxes = torch.tensor(
-        [
-            [5.0, 10, 15, 20],  # one instance, tight
-            [5, 10, 50, 20],  # both and the dark gap between them
-            [7, 12, 13, 18],  # a part: the rest of the object lies in its frame
-            [0, 0, 60, 30],  # the whole image: frame outside the image counts as dark
-        ]
-    )
-    s = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0)[:, 0]
-    # tight box: inside mean 1, frame 20 x 20 - 100 = 300 pixels of which none is active
-    assert torch.isclose(s[0], torch.tensor(1.0))
-    # both: inside 200 / 450; frame 90 x 20 - 450 = 1350 pixels, all inside the image dark
-    assert torch.isclose(s[1], torch.tensor(200 / 450))
-    # part: inside 1; frame 12 x 12 box minus 36 = 108 pixels, 100 - 36 = 64 of them active
-    assert torch.isclose(s[2], torch.tensor(1 - 64 / 108))
-    # whole image: inside 200 / 1800, frame (120 x 60 - 1800) outside the image: 0
-    assert torch.isclose(s[3], torch.tensor(200 / 1800))
-    assert s.argmax() == 0
-    # mass - area (the default) takes in both instances instead
-    assert cam_box_scores(cam, boxes)[:, 0].argmax() == 1
 
 
 def test_classifier_learns_and_predicts():
@@ -158,7 +98,7 @@ def test_image_mode_scores_every_box_with_the_class_probability():
     with torch.no_grad():
         probs = torch.sigmoid(head(feats).mean(dim=(2, 3)))
         default = head.proposal_class_scores(feats, boxes, None, metas)
-        head.score_mode = "image"
+        head.scoring = {"type": "image"}
         image = head.proposal_class_scores(feats, boxes, None, metas)
     for i in range(2):
         torch.testing.assert_close(image[i], probs[i].expand(2, 3))
@@ -198,8 +138,7 @@ def test_proposal_scores_localise_in_input_pixels():
         in_channels=1,
         featmap_stride=16,
         upsample=2,
-        score_mode="thresholded",
-        cam_thr=0.5,
+        scoring=dict(type="thresholded", thr=0.5),
     )
     with torch.no_grad():
         head.fc_cls.weight.fill_(1.0)
@@ -219,67 +158,23 @@ def test_proposal_scores_localise_in_input_pixels():
     assert scores[1] == 0 and scores[2] == 0
 
 
-def test_context_mass_prefers_the_object_over_its_peak():
-    cam = torch.zeros(1, 30, 30)
-    cam[0, 10:20, 10:20] = 0.3  # an object ...
-    cam[0, 14:17, 14:17] = 1.0  # ... with a strong peak
-    boxes = torch.tensor([[14.0, 14, 17, 17], [10, 10, 20, 20]])  # the peak, the object
-    alone = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0)[:, 0]
-    # peak: inside 1, frame 6 x 6 - 9 = 27 pixels at 0.3; object: inside 36.3 / 100, frame dark
-    assert torch.allclose(alone, torch.tensor([0.7, 0.363]), atol=1e-5)
-    mass = cam_box_scores(cam, boxes, mode="context", context_ratio=2.0, context_mass=2.0)[:, 0]
-    total = 9 + 91 * 0.3
-    expected = torch.tensor([0.7 * (9 / total) ** 2, 0.363])
-    assert torch.allclose(mass, expected, atol=1e-5) and mass.argmax() == 1
-
-
-def test_head_context_mode_picks_one_of_two_instances():
-    """Through the head (input pixels, upsampled CAM): two active cells far apart; the box
-    around one beats the box around both, which the default score prefers."""
-    feats = torch.zeros(1, 1, 6, 12)  # input 96x192 (stride 16)
-    feats[0, 0, 2, 2] = 10.0  # input x 32-48, y 32-48
-    feats[0, 0, 2, 9] = 10.0  # input x 144-160, y 32-48
-    boxes = torch.tensor([[24.0, 24.0, 56.0, 56.0], [24.0, 24.0, 168.0, 56.0]])
-    metas = [dict(img_shape=(96, 192))]
-
-    def scores(**kw):
-        head = WSODCAMHead(num_classes=1, in_channels=1, featmap_stride=16, upsample=2, **kw)
-        with torch.no_grad():
-            head.fc_cls.weight.fill_(1.0)
-            head.fc_cls.bias.zero_()
-        return head.proposal_class_scores((feats,), [boxes], None, metas)[0][:, 0]
-
-    assert scores().argmax() == 1  # mass - area: both instances in one box
-    ctx = scores(score_mode="context", context_ratio=2.0)
-    assert ctx.argmax() == 0 and ctx[0] > 2 * ctx[1]
-
-
-def test_thresholded_zones_box_one_instance_not_both():
-    cam = torch.zeros(1, 20, 40)
-    cam[0, 5:15, 3:13] = 1.0  # two separate instances, 100 pixels each
-    cam[0, 5:15, 27:37] = 0.8
-    boxes = torch.tensor([[3.0, 5, 13, 15], [27, 5, 37, 15], [3, 5, 37, 15]])  # one, other, both
-    plain = cam_box_scores(cam, boxes, "thresholded", thr=0.3)[:, 0]
-    assert plain.argmax() == 2  # the box around both holds all the mass above t
-    split = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True)[:, 0]
-    # against its own zone each single box is exact (1); the box around both pays 0.3 for every
-    # pixel of the other zone (its instance included) and for the gap
-    assert split[0] == pytest.approx(1.0) and split[1] == pytest.approx(1.0)
-    assert (70 - 0.3 * (340 - 100)) / 70 < 0 and split[2] == 0  # (best zone: the first)
-    one = cam[:, :, :20]  # a single instance: unchanged
-    assert torch.equal(
-        cam_box_scores(one, boxes, "thresholded", thr=0.3, split_zones=True),
-        cam_box_scores(one, boxes, "thresholded", thr=0.3),
-    )
-
-
-def test_thresholded_zones_from_a_higher_threshold_split_touching_instances():
-    cam = torch.zeros(1, 20, 40)
-    cam[0, 5:15, 5:35] = 0.5  # two instances touching: one region above t = 0.3 ...
-    cam[0, 7:13, 8:16] = 1.0  # ... with separate cores
-    cam[0, 7:13, 24:32] = 0.9
-    boxes = torch.tensor([[5.0, 5, 20, 15], [20, 5, 35, 15], [5, 5, 35, 15]])  # left, right, both
-    same = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True)[:, 0]
-    assert same.argmax() == 2  # zones from t: one region, nothing split
-    split = cam_box_scores(cam, boxes, "thresholded", thr=0.3, split_zones=True, zone_thr=0.8)
-    assert split[:, 0].argmax() in (0, 1) and split[2, 0] < split[:2, 0].min()
+def test_options_are_checked_by_type():
+    """``scoring`` and ``refine`` refuse keys their type does not read, removed types and the
+    old ``refine.source``, each naming the fix; ``image`` reads no key and ignores any."""
+    head = WSODCAMHead(num_classes=2, scoring=dict(type="thresholded", thr=0.3))
+    assert head.scoring == {"type": "thresholded", "thr": 0.3}
+    assert WSODCAMHead(num_classes=2).scoring == {"type": "mass_minus_area", "area_weight": 1.0}
+    image = WSODCAMHead(num_classes=2, scoring=dict(type="image", thr=0.3))
+    assert image.scoring == {"type": "image"}
+    with pytest.raises(ValueError, match="does not read.*area_weight"):
+        WSODCAMHead(num_classes=2, scoring=dict(type="thresholded", area_weight=0.7))
+    with pytest.raises(ValueError, match="context.*removed"):
+        WSODCAMHead(num_classes=2, scoring=dict(type="context"))
+    with pytest.raises(ValueError, match="refine.type"):
+        WSODCAMHead(num_classes=2, refine=dict(iters=5))
+    with pytest.raises(ValueError, match="chosen by refine.type"):
+        WSODCAMHead(num_classes=2, refine=dict(source="colour", iters=5))
+    with pytest.raises(ValueError, match="does not read.*beta"):
+        WSODCAMHead(num_classes=2, refine=dict(type="colour", beta=8.0))
+    with pytest.raises(ValueError, match="needs the affinity branch"):
+        WSODCAMHead(num_classes=2, refine=dict(type="learned", iters=5))

@@ -126,13 +126,13 @@ def test_head_refines_with_the_input_image_and_needs_it():
         return head.proposal_class_scores((feats,), [boxes], None, metas, images=image)[0][:, 0]
 
     plain = scores()
-    refined = scores(refine=dict(iters=10, dilations=(1, 2, 4)))
+    refined = scores(refine=dict(type="colour", iters=10, dilations=(1, 2, 4)))
     assert refined[0] > plain[0]  # more of the activation inside the object's box
-    head = WSODCAMHead(num_classes=1, in_channels=1, refine=dict(iters=2))
+    head = WSODCAMHead(num_classes=1, in_channels=1, refine=dict(type="colour", iters=2))
     with pytest.raises(ValueError, match="input images"):
         head.proposal_class_scores((feats,), [boxes], None, metas)
-    with pytest.raises(ValueError, match="unknown keys"):
-        WSODCAMHead(num_classes=1, in_channels=1, refine=dict(steps=2))
+    with pytest.raises(ValueError, match=r"does not read \['steps'\]"):
+        WSODCAMHead(num_classes=1, in_channels=1, refine=dict(type="colour", steps=2))
 
 
 def test_refine_cams_shapes():
@@ -152,7 +152,7 @@ def test_head_refines_only_the_probable_classes():
         in_channels=2,
         featmap_stride=16,
         upsample=2,
-        refine=dict(iters=10, dilations=(1, 2, 4), min_prob=0.5),
+        refine=dict(type="colour", iters=10, dilations=(1, 2, 4), min_prob=0.5),
     )
     plain = WSODCAMHead(num_classes=2, in_channels=2, featmap_stride=16, upsample=2)
     with torch.no_grad():

@@ -1,5 +1,5 @@
-"""Every strong-stage config builds; the R50-FPN and MobileNetV2 Faster R-CNN configs run one
-training iteration and one prediction on a real VOC image (tiny inputs)."""
+"""Every strong-stage config builds; the MobileNetV2 Faster R-CNN config runs one training
+iteration and one prediction on a real VOC image (tiny inputs)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((REPO / "configs" / "faster_rcnn").glob("*.py"))
-R50 = REPO / "configs/faster_rcnn/faster-rcnn_r50_fpn_1x_voc07-pseudo_voc07-val.py"
 MOBILE = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py"
 IMAGE_ID = "000012"  # VOC07 train: one car
 
@@ -50,13 +49,6 @@ def test_config_builds(path):
     model = MODELS.build(cfg.model)
     assert model.roi_head.bbox_head.num_classes == len(classes)
     assert len(list(model.parameters())) > 50
-
-
-def test_r50_base_comes_from_mmdet():
-    cfg = _cfg(R50)
-    assert cfg.model.backbone.type == "ResNet" and cfg.model.backbone.depth == 50
-    assert cfg.model.neck.in_channels == [256, 512, 1024, 2048]
-    assert cfg.default_scope == "mmdet"
 
 
 def _voc_sample(voc_root: Path, scale: tuple[int, int], train: bool) -> dict:
@@ -126,18 +118,6 @@ def _one_iteration_and_predict(model, voc_root, scale):
     return log_vars
 
 
-def test_r50_fpn_one_iteration_and_predict(voc_root):
-    from mmdet.registry import MODELS
-
-    cfg = _cfg(R50)
-    model_cfg = copy.deepcopy(cfg.model)
-    model_cfg.backbone.init_cfg = None  # no ImageNet download in tests
-    torch.manual_seed(0)
-    model = MODELS.build(model_cfg)
-    model.init_weights()
-    _one_iteration_and_predict(model, voc_root, scale=(224, 224))
-
-
 def test_mobilenetv2_loads_imagenet_weights_and_trains(voc_root):
     from mmdet.registry import MODELS
 
@@ -159,12 +139,6 @@ def test_mobilenetv2_loads_imagenet_weights_and_trains(voc_root):
     frozen_before = model.backbone.features[0][0].weight.detach().clone()
     _one_iteration_and_predict(model, voc_root, scale=(256, 256))
     assert torch.equal(model.backbone.features[0][0].weight, frozen_before)
-
-
-BOXWEIGHT = (
-    REPO / "configs/faster_rcnn/"
-    "faster-rcnn-boxweight_mobilenetv2_fpn_cpu-2e_voc07-pseudo_voc07-val.py"
-)
 
 
 def _car_image_dataset(cfg, voc_root, tmp_path, annotations):
@@ -200,59 +174,6 @@ def _car_image_dataset(cfg, voc_root, tmp_path, annotations):
     ds_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
     ds_cfg.update(ann_file=str(tmp_path / "pl.json"), data_root=str(voc_root))
     return DATASETS.build(ds_cfg)
-
-
-def test_pseudo_dataset_keeps_weights_aligned(voc_root, tmp_path):
-    cfg = _cfg(BOXWEIGHT)
-    boxes = [  # (bbox xywh, weight): the second lies outside the 500x333 image and is dropped
-        ([10.0, 20.0, 100.0, 80.0], 0.3),
-        ([600.0, 10.0, 20.0, 20.0], 0.9),
-        ([200.0, 50.0, 150.0, 200.0], 0.7),
-    ]
-    ds = _car_image_dataset(
-        cfg, voc_root, tmp_path, [{"bbox": b, "score": w, "weight": w} for b, w in boxes]
-    )
-    assert [i["weight"] for i in ds.get_data_info(0)["instances"]] == [0.3, 0.7]
-    sample = ds[0]["data_samples"]
-    assert sample.gt_instances.weights.tolist() == pytest.approx([0.3, 0.7])
-    assert sample.gt_instances.bboxes.shape == (2, 4)
-
-
-def test_box_weights_scale_only_the_positives_classification_loss(voc_root):
-    from mmdet.registry import MODELS
-
-    cfg = _cfg(BOXWEIGHT)
-    model_cfg = copy.deepcopy(cfg.model)
-    model_cfg.backbone.init_cfg = None
-    torch.manual_seed(0)
-    model = MODELS.build(model_cfg)
-    model.init_weights()
-    model.train()
-    data = model.data_preprocessor(_voc_sample(voc_root, (224, 224), train=True), True)
-    gt = data["data_samples"][0].gt_instances
-
-    def losses(weights):
-        if weights is None:
-            if "weights" in gt:
-                del gt.weights
-        else:
-            gt.weights = torch.full((len(gt),), weights)
-        torch.manual_seed(1)  # same proposals sampled each time
-        with torch.no_grad():
-            return {
-                k: float(v)
-                for k, v in model.loss(data["inputs"], data["data_samples"]).items()
-                if k in ("loss_cls", "loss_bbox")
-            }
-
-    plain, ones, half, quarter = losses(None), losses(1.0), losses(0.5), losses(0.25)
-    assert ones == pytest.approx(plain)
-    assert half["loss_bbox"] == pytest.approx(plain["loss_bbox"])  # regression untouched
-    # loss_cls = (w * sum over positives + sum over negatives) / number of RoIs: linear in w
-    assert half["loss_cls"] < plain["loss_cls"]
-    assert plain["loss_cls"] - half["loss_cls"] == pytest.approx(
-        2 * (half["loss_cls"] - quarter["loss_cls"]), rel=1e-4
-    )
 
 
 IGNORE = (
@@ -294,15 +215,12 @@ def test_ignore_regions_reach_the_assigners(voc_root, tmp_path):
 BG03 = (
     REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
-BG01 = (
-    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg01_voc07-pseudo_voc07-val.py"
-)
 CPU4E = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
 
 
-@pytest.mark.parametrize("path, weight", [(BG03, 0.3), (BG01, 0.1)], ids=["bg03", "bg01"])
+@pytest.mark.parametrize("path, weight", [(BG03, 0.3)], ids=["bg03"])
 def test_background_weight_scales_only_background_rois(path, weight):
-    """The bgXX configs' RoI classification loss: a background RoI counts ``weight`` of what it
+    """The bg03 config's RoI classification loss: a background RoI counts ``weight`` of what it
     does in cpu-4e, an object RoI the same; everything else in the model is cpu-4e's."""
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules

@@ -115,19 +115,19 @@ def test_bad_scales_are_refused(scales):
 def test_a_refining_head_gets_the_images_on_both_paths(test_cfg, monkeypatch):
     """The detector hands the (view's) input image to a CAM head with ``refine`` (plain path
     and every TTA view); without refine the head gets none."""
-    from wsod.models.roi_heads import cam_head
+    from wsod.models.roi_heads import cam_walks
 
     seen = []
-    refine = cam_head.refine_cams
+    refine = cam_walks.refine_cams
 
     def spy(cam, image, **kw):
         seen.append(tuple(image.shape))
         return refine(cam, image, **kw)
 
-    monkeypatch.setattr(cam_head, "refine_cams", spy)
+    monkeypatch.setattr(cam_walks, "refine_cams", spy)
     x, meta = _image()
     det = _detector(test_cfg)
-    det.roi_head.refine = dict(iters=2, dilations=(1, 2))
+    det.roi_head.refine = dict(type="colour", iters=2, dilations=(1, 2))
     sample = DetDataSample(metainfo=meta)
     sample.proposals = InstanceData(bboxes=BOXES.clone(), scores=torch.zeros(4))
     with torch.no_grad():

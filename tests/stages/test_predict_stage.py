@@ -16,6 +16,7 @@ from PIL import Image
 from test_weak_stage import FAST as WEAK_FAST
 
 from wsod import contracts
+from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
 from wsod.utils.io import read_json, write_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,6 +137,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
     """Rescoring on new images runs the black box on them: the result equals rescoring the
     strong stage's detections by the weak stage's own output on the same images (for
     ``detections``: on proposals computed with the same settings)."""
+    from wsod.commands.predict import run_black_box
     from wsod.stages import proposals, rescore, weak
     from wsod.stages.predict import run
 
@@ -151,8 +153,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
     options = dict(CAM_FAST)
     if mode == "image":
         proposals.run(ref_split, props, method="whole_image")
-        options.update({"model.roi_head.score_mode": "image"})
-        options["model.roi_head.test_cfg.score_thr"] = 0
+        options.update(IMAGE_SCORES_CFG_OPTIONS)
     else:
         proposals.run(ref_split, props, **proposal_settings)
     black_box = tmp_path / "black_box.json"
@@ -171,6 +172,7 @@ def test_rescored_by_the_black_box_equals_wsod_rescore(
         weak_config=CAM_CONFIG,
         weak_cfg_options=CAM_FAST,
         proposals={**proposal_settings, "workers": 1, "split": "ignored", "out": "ignored"},
+        black_box=run_black_box,
     )
     split = contracts.load_split(out / "images.json")
     dets = contracts.load_detections(out / "detections.json", split)
@@ -241,7 +243,7 @@ def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_
 def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path, capsys):
     import wsod.stages.predict as stage
     from wsod.cli import main
-    from wsod.commands.predict import rescore_mode
+    from wsod.commands.predict import rescore_mode, run_black_box
 
     seen = {}
 
@@ -271,16 +273,19 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
     )
     assert main([*base, "--pipeline", str(pipe), "--weak-dir", "wd"]) == 0
     assert seen["rescore"] == "image" and seen["weak_config"] == "w.py"
+    assert seen["black_box"] is run_black_box  # the command runs the stages, not the stage
     assert seen["weak_dir"] == "wd" and seen["weak_cfg_options"] == {"a.b": 1}
     assert seen["proposals"] == {"method": "selective_search", "max_boxes": 7}
     assert main([*base, "--pipeline", str(pipe), "--no-rescore"]) == 0
     assert seen["rescore"] is None
     assert main([*base, "--pipeline", str(pipe)]) == 1  # rescoring without the black box
     assert "--weak-dir" in capsys.readouterr().err
-    assert [rescore_mode(v) for v in (0, 1, "image", None, True)] == [
+    assert [rescore_mode(v) for v in ("off", "detections", "image", 0, 1, None, True)] == [
         None,
         "detections",
         "image",
+        None,
+        "detections",
         None,
         "detections",
     ]

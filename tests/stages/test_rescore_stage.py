@@ -11,13 +11,13 @@ from wsod.cli import main
 from wsod.contracts import detections_by_image
 from wsod.evaluation.gt import class_ids, gt_by_image
 from wsod.evaluation.voc import eval_voc
-from wsod.stages.rescore import (
+from wsod.rescoring import (
     IMAGE_SCORES_CFG_OPTIONS,
     black_box_mode,
     image_confidence,
     rescore_detections,
-    run,
 )
+from wsod.stages.rescore import run
 
 
 def _det(img, cat, score, box=(0.0, 0.0, 10.0, 10.0)):
@@ -37,17 +37,23 @@ def test_confidence_is_the_black_box_max_and_scores_multiply():
 
 def test_black_box_mode_normalises_the_pipeline_value():
     for value, mode in (
-        (None, "0"),
-        (False, "0"),
-        (0, "0"),
-        (True, "1"),
-        (1, "1"),
+        ("off", "off"),
+        ("detections", "detections"),
         ("image", "image"),
+        ("Image", "image"),
+        # the values pipelines wrote before the modes had names
+        (None, "off"),
+        (False, "off"),
+        (0, "off"),
+        ("0", "off"),
+        (True, "detections"),
+        (1, "detections"),
+        ("1", "detections"),
     ):
         assert black_box_mode(value) == mode, value
-    for bad in (2, "yes", [1], 0.5):
+    for bad in (2, "yes", [1], 0.5, "detection"):
         with pytest.raises(
-            ValueError, match=r"p\.py: rescore_by_black_box = .*want 0, 1 or 'image'"
+            ValueError, match=r"p\.py: rescore_by_black_box = .*want 'off', 'detections' or 'image'"
         ):
             black_box_mode(bad, where="p.py")
 
@@ -55,14 +61,18 @@ def test_black_box_mode_normalises_the_pipeline_value():
 def test_image_mode_needs_a_cam_black_box_whose_config_takes_the_overrides():
     from mmengine.config import Config
 
+    from wsod.models.roi_heads.cam_scoring import check_scoring
+
     repo = Path(__file__).resolve().parents[2]
     cam = Config.fromfile(str(repo / "configs/cam/cam_mobilenetv2_demo.py"))
     assert black_box_mode("image", cam) == "image"
     cam.merge_from_dict(dict(IMAGE_SCORES_CFG_OPTIONS))  # the overrides fit the CAM head
-    assert cam.model.roi_head.score_mode == "image" and cam.model.roi_head.test_cfg.score_thr == 0
-    oicr = Config.fromfile(str(repo / "configs/oicr/oicr_mobilenetv2_demo.py"))
-    assert black_box_mode(1, oicr) == "1"
-    with pytest.raises(ValueError, match=r"p\.py: rescore_by_black_box = 'image' .* = 1"):
+    assert cam.model.roi_head.test_cfg.score_thr == 0
+    assert check_scoring(cam.model.roi_head.scoring) == {"type": "image"}
+    oicr_cfg = repo / "projects/mil_baselines/configs/oicr/oicr_mobilenetv2_demo.py"
+    oicr = Config.fromfile(str(oicr_cfg))
+    assert black_box_mode("detections", oicr) == "detections"
+    with pytest.raises(ValueError, match=r"p\.py: rescore_by_black_box = 'image' .*'detections'"):
         black_box_mode("image", oicr, where="p.py")
 
 

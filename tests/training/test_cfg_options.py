@@ -102,8 +102,9 @@ def test_committed_pipelines_pass_the_check(pipeline):
         assert cfg.model is not None
     # the Makefile's rescore step: the CAM black box's image scores
     if "cam" in pipe["weak"]["config"]:
-        image_mode = {"model.roi_head.score_mode": "image", "model.roi_head.test_cfg.score_thr": 0}
-        tr.load_config(REPO / pipe["weak"]["config"], image_mode)
+        from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
+
+        tr.load_config(REPO / pipe["weak"]["config"], IMAGE_SCORES_CFG_OPTIONS)
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from wsod.training.init_backbone import init_backbone_from
 
 REPO = Path(__file__).resolve().parents[2]
 CAM = REPO / "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
-LITE0 = (
-    REPO / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
+LITE0 = REPO / (
+    "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 MOBILE = (
     REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"

@@ -80,12 +80,13 @@ def test_fingerprint_leaves_out_a_heads_test_time_arguments(tmp_path):
     black box; its classifier's arguments do."""
     data = tmp_path / "train.json"
     data.write_text("[1]")
-    head = dict(type="WSODCAMHead", num_classes=5, in_channels=1280, score_mode="mass_minus_area")
+    scoring = dict(type="mass_minus_area", area_weight=1.0)
+    head = dict(type="WSODCAMHead", num_classes=5, in_channels=1280, scoring=scoring)
     base = rn.run_fingerprint(make_cfg(**{"model.roi_head": head}), [data])
     for change in (
-        {"score_mode": "thresholded", "cam_thr": 0.5},
-        {"refine": dict(iters=10, dilations=(1, 2))},
-        {"area_weight": 0.7, "upsample": 4},
+        {"scoring": dict(type="thresholded", thr=0.5)},
+        {"refine": dict(type="colour", iters=10, dilations=(1, 2))},
+        {"scoring": dict(scoring, area_weight=0.7), "upsample": 4},
     ):
         changed = make_cfg(**{"model.roi_head": dict(head, **change)})
         assert rn.run_fingerprint(changed, [data]) == base, change

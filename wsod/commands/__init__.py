@@ -19,10 +19,7 @@ import functools
 import importlib
 from collections.abc import Callable, Collection
 
-STAGES = (
-    *("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report"),
-    "predict",  # the trained detector on new images (after the pipeline)
-)
+from wsod import STAGES  # noqa: F401  (the subcommands, in pipeline order)
 
 
 def kwargs_of(args, *names: str) -> dict:

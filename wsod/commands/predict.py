@@ -27,8 +27,8 @@ images are reported by name and skipped.
 rescoring: with --pipeline, the output is what the pipeline outputs: when its
 rescore_by_black_box is set, the black box (the weak stage's trained model in --weak-dir) runs
 on the new images too and each score is multiplied by its confidence in the class for the
-image ('image': a CAM black box's class probability on the whole image; 1: its highest
-detection score of the class, on proposals computed for the new images with the pipeline's
+image ('image': a CAM black box's class probability on the whole image; 'detections': its
+highest detection score of the class, on proposals computed for the new images with the pipeline's
 proposal settings). detections.json is then rescored, strong_dets.json holds the detector's own
 scores. --no-rescore outputs the detector alone. A black box imported from another codebase
 cannot run on new images: predict with --no-rescore.
@@ -43,7 +43,7 @@ custom_imports, so run them where wsod is installed), e.g.
 """
 
 # the pipeline's rescore_by_black_box (normalised) -> the stage's rescore mode
-_RESCORE = {"0": None, "1": "detections", "image": "image"}
+_RESCORE = {"off": None, "detections": "detections", "image": "image"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,17 +75,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def rescore_mode(value) -> str | None:
-    """The pipeline's ``rescore_by_black_box`` (0/1/'image') as a stage ``rescore`` mode."""
-    from wsod.stages.rescore import black_box_mode
+    """The pipeline's ``rescore_by_black_box`` ('off'/'detections'/'image', or the older 0/1)
+    as a stage ``rescore`` mode."""
+    from wsod.rescoring import black_box_mode
 
     return _RESCORE[black_box_mode(value)]
 
 
 def _from_pipeline(args: argparse.Namespace, kwargs: dict) -> None:
-    """Rescoring settings from the pipeline file: rescore_by_black_box, weak, proposals."""
-    from wsod.pipeline import load_pipeline
-
-    pipe = load_pipeline(args.pipeline)
+    """Rescoring settings from the pipeline file (read by ``wsod.cli``, which keeps it as
+    ``args.pipeline_values``): rescore_by_black_box, weak, proposals."""
+    pipe = getattr(args, "pipeline_values", None)
+    if pipe is None:
+        raise ValueError(f"{args.pipeline}: not read; run `wsod predict --pipeline` (wsod.cli)")
     if args.rescore is None:
         kwargs["rescore"] = rescore_mode(pipe.get("rescore_by_black_box"))
     if kwargs.get("rescore"):
@@ -93,6 +95,34 @@ def _from_pipeline(args: argparse.Namespace, kwargs: dict) -> None:
         kwargs.setdefault("weak_config", weak.get("config"))
         kwargs["weak_cfg_options"] = parse_cfg_options(weak.get("cfg_options"))
         kwargs["proposals"] = pipe.get("proposals") or {}
+
+
+def run_black_box(split_file, out_dir, mode, weak_dir, *, config, cfg_options, proposals):
+    """The black box (the weak stage's model) on the images of ``split_file``: whole-image
+    proposals and the CAM's image scores (``mode='image'``, as `make rescore`) or proposals
+    with the pipeline's settings (``'detections'``); returns its detections json."""
+    import inspect
+    from pathlib import Path
+
+    from wsod.rescoring import IMAGE_SCORES_CFG_OPTIONS
+    from wsod.stages import proposals as proposals_stage
+    from wsod.stages import weak as weak_stage
+
+    out_dir = Path(out_dir)
+    props = out_dir / "black_box_proposals.pkl"
+    options = dict(cfg_options or {})
+    if mode == "image":  # the CAM black box as an image classifier
+        proposals_stage.run(split_file, props, method="whole_image")
+        options.update(IMAGE_SCORES_CFG_OPTIONS)
+    else:
+        names = set(inspect.signature(proposals_stage.run).parameters) - {"split", "out"}
+        settings = {k: v for k, v in (proposals or {}).items() if k in names}
+        proposals_stage.run(split_file, props, **settings)
+    bb_out = out_dir / "black_box_dets.json"
+    weak_stage.run(
+        config, weak_dir, infer=[(split_file, props, bb_out)], cfg_options=options or None
+    )
+    return bb_out
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -106,6 +136,8 @@ def execute(args: argparse.Namespace) -> int:
         _from_pipeline(args, kwargs)
     if kwargs["rescore"] and not kwargs.get("weak_dir"):
         raise ValueError("rescoring runs the black box: give --weak-dir (or --no-rescore)")
+    if kwargs["rescore"]:
+        kwargs["black_box"] = run_black_box
     summary = run(args.images, args.out_dir, strong_dir=args.strong_dir, **kwargs)
     print(json.dumps({k: v for k, v in summary.items() if k != "vis"}, default=str))
     return 0

@@ -23,8 +23,9 @@ EXAMPLES = """examples:
       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \\
       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/strong/val_dets.json
 
-  # GPU: the standard R50-FPN; also re-label the train split (a self-training round)
-  wsod strong --config configs/faster_rcnn/faster-rcnn_r50_fpn_1x_voc07-pseudo_voc07-val.py \\
+  # the pipeline's config (background loss 0.3); also re-label the train split (a
+  # self-training round); a GPU takes larger batches
+  wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \\
       --infer work_dirs/voc07/data/val.json --infer work_dirs/voc07/data/train.json \\
       --cfg-options train_dataloader.batch_size=4 optim_wrapper.optimizer.lr=0.005
@@ -74,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--train-split",
         metavar="TRAIN_SPLIT_JSON",
         help="weak-label split of the training images (their image-level labels), for a "
-        "semi-supervised config (configs/soft_teacher/) [the training file's info.split_file]",
+        "config whose strong_inputs plug-in reads them (projects/soft_teacher/configs/) "
+        "[the training file's info.split_file]",
     )
     p.add_argument(
         "--init-backbone",

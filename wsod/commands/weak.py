@@ -1,4 +1,4 @@
-"""``wsod weak``: train the weakly supervised detector (OICR / WSDDN) and detect with it, or
+"""``wsod weak``: train the weakly supervised detector (the CAM black box) and detect with it, or
 import another detector's detections (see :mod:`wsod.stages.weak`)."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from wsod.commands import (
 )
 
 HELP = (
-    "Train the black-box weak detector (CAM, WSDDN or OICR scoring proposals; image labels "
+    "Train the black-box weak detector (a CAM, or a project's head, scoring proposals; image labels "
     "only) and write its detections, or import another detector's detections."
 )
 
 EXAMPLES = """examples:
-  # CPU: OICR on MobileNetV2, detections on train (default) and val; rerun to resume
-  wsod weak --config configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py \\
+  # CPU: OICR on MobileNetV2 (projects/mil_baselines), detections on train (default) and val;
+  # rerun to resume
+  wsod weak --config projects/mil_baselines/configs/oicr/oicr_mobilenetv2_4k_voc07-train_voc07-val.py \\
       --work-dir work_dirs/voc07/weak \\
       --train-split work_dirs/voc07/data/train.json \\
       --train-proposals work_dirs/voc07/proposals/train.pkl \\
@@ -37,9 +38,8 @@ EXAMPLES = """examples:
       --infer work_dirs/voc07/data/train.json:work_dirs/voc07/proposals/train.pkl
 
   # the demo dataset, a 50-step smoke run
-  wsod weak --config configs/oicr/oicr_mobilenetv2_demo.py --work-dir work_dirs/demo/weak \\
-      --train-split work_dirs/demo/data/train.json \\
-      --train-proposals work_dirs/demo/proposals/train.pkl --max-iters 50
+  wsod weak --config configs/cam/cam_mobilenetv2_demo.py --work-dir work_dirs/demo/weak \\
+      --train-split work_dirs/demo/data/train.json --max-iters 50
 
   # detect again with a finished work dir (no training) and test-time augmentation:
   # class scores averaged over flipped and rescaled views before NMS
@@ -48,15 +48,15 @@ EXAMPLES = """examples:
       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/proposals/val.pkl \\
       --cfg-options +model.test_cfg.flip=True "+model.test_cfg.scales=[0.75,1.0,1.25]"
 
-  # GPUs (GPUS=4): the paper's VGG16 OICR through mmengine's launcher
+  # GPUs (GPUS=4): the pipeline's black box through mmengine's launcher
   torchrun --nproc_per_node=4 -m wsod weak --launcher pytorch \\
-      --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\
-      --train-split work_dirs/voc07/data/train.json --train-proposals work_dirs/voc07/proposals/train.pkl
+      --config configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/voc07/weak --train-split work_dirs/voc07/data/train.json
 
   # the same on a slurm cluster (8 GPUs, one task per GPU); CPUs: torchrun ... --launcher pytorch
   srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 python -m wsod weak --launcher slurm \\
-      --config configs/oicr/oicr_vgg16_70k_voc07-train_voc07-val.py --work-dir work_dirs/voc07/weak_vgg \\
-      --train-split work_dirs/voc07/data/train.json --train-proposals work_dirs/voc07/proposals/train.pkl
+      --config configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/voc07/weak --train-split work_dirs/voc07/data/train.json
 
   # use another detector as the black box: check and convert its output
   wsod weak --import results/comp4_det_train_*.txt --import-format voc_txt \\
@@ -79,7 +79,7 @@ counting the images without one.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
     p.add_argument(
-        "--config", help="weak detector config (configs/cam, configs/oicr or configs/wsddn)"
+        "--config", help="weak detector config (configs/cam; projects/mil_baselines/configs)"
     )
     p.add_argument("--work-dir", help="checkpoints, logs, resolved config, default outputs")
     p.add_argument("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on")

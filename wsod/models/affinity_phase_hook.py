@@ -47,7 +47,7 @@ class WSODAffinityPhaseHook(Hook):
 
     def before_train(self, runner) -> None:
         """Refuse a schedule that ends before ``start_iter`` when detection walks on the branch
-        (``refine.source='learned'``: it would train the classifier, then fail to detect);
+        (``refine.type='learned'``: it would train the classifier, then fail to detect);
         otherwise only warn."""
         model = self._model(runner)
         if self.start_iter < runner.max_iters:
@@ -56,13 +56,13 @@ class WSODAffinityPhaseHook(Hook):
             f"WSODAffinityPhaseHook: start_iter {self.start_iter} >= max_iters "
             f"{runner.max_iters}: the affinity branch is never trained"
         )
-        if (model.roi_head.refine or {}).get("source") != "learned":
+        if (model.roi_head.refine or {}).get("type") != "learned":
             runner.logger.warning(msg)
             return
         at = runner.max_iters * 4 // 5  # the committed configs give the branch the last fifth
         key = f"custom_hooks.{self._index(runner)}.start_iter"
         raise ValueError(
-            f"{msg}, and detection walks on it (refine.source='learned'). Give the branch the "
+            f"{msg}, and detection walks on it (refine.type='learned'). Give the branch the "
             f"last steps: a start_iter below max_iters, e.g. --cfg-options {key}={at} (in a "
             f"pipeline file: weak = dict(cfg_options={{'{key}': {at}}}))"
         )

@@ -103,11 +103,11 @@ def _load_csv(source: Path, splits, classes, boxes, opts) -> list:
 
 
 def _load_coco(source: Path, splits, classes, opts) -> list:
-    from wsod.datasets import custom
+    from wsod.datasets import coco_files
 
-    pairs = custom.coco_split_files(source, splits)
-    cls = list(classes) if classes else custom.coco_classes([p for _, p in pairs])
-    return [custom.load_coco_split(source, name, p, classes=cls, **opts) for name, p in pairs]
+    pairs = coco_files.coco_split_files(source, splits)
+    cls = list(classes) if classes else coco_files.coco_classes([p for _, p in pairs])
+    return [coco_files.load_coco_split(source, name, p, classes=cls, **opts) for name, p in pairs]
 
 
 def build_split_files(data: SplitData) -> tuple[dict, dict]:

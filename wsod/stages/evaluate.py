@@ -64,7 +64,7 @@ from wsod.evaluation.tags_only import (
     restrict_detections,
     tag_hits,
 )
-from wsod.utils.io import write_json_artifact
+from wsod.utils.io import named_paths, write_json_artifact
 
 GT_NOTE = (
     "Only evaluation reads ground-truth boxes (the eval-only <split>_gt.json files); the "
@@ -72,45 +72,6 @@ GT_NOTE = (
     "Train-side figures (CorLoc, pseudo-label quality) are diagnostics computed here, "
     "after training."
 )
-
-
-def named_paths(
-    items: Mapping[str, Any] | Sequence[str] | str | None, names: Sequence[str] | None = None
-) -> dict[str, Path]:
-    """Normalise detector inputs to ``{name: path}``.
-
-    Args:
-        items: a mapping ``{name: path}``, or a list of ``"name=path"`` / bare paths (a bare path
-            is named by ``names`` at the same position, else by its file stem).
-        names: optional names for the list entries, in order.
-
-    Returns:
-        Ordered ``{name: Path}``.
-    """
-    if items is None:
-        return {}
-    if isinstance(items, Mapping):
-        return {str(k): Path(v) for k, v in items.items()}
-    if isinstance(items, (str, os.PathLike)):
-        items = [items]
-    items = list(items)
-    if names is not None and len(names) != len(items):
-        raise ValueError(f"{len(names)} names for {len(items)} detection files; give one each")
-    out: dict[str, Path] = {}
-    for i, item in enumerate(items):
-        item = os.fspath(item)
-        if "=" in item and not Path(item).exists():
-            name, path = item.split("=", 1)
-        else:
-            name, path = Path(item).stem, item
-        if names is not None:
-            name = names[i]
-        if name in out:
-            raise ValueError(
-                f"detector name {name!r} given twice; use name=path to tell them apart"
-            )
-        out[name] = Path(path)
-    return out
 
 
 def _split_name(gt: Mapping, path: Path) -> str:

@@ -14,7 +14,7 @@ Inputs:
     ``rescore``: optional, as the pipeline's ``rescore_by_black_box``: the black box (the weak
     stage's trained model, ``weak_dir`` + ``weak_config``) is run on the same new images and
     each detection's score is multiplied by the black box's confidence in the class for the
-    image (:mod:`wsod.stages.rescore`). ``'image'``: a CAM black box's class probability (one
+    image (:mod:`wsod.rescoring`; ``black_box`` runs it). ``'image'``: a CAM black box's class probability (one
     whole-image proposal per image); ``'detections'``: the black box's highest detection score
     of the class, on proposals computed for the new images with ``proposals`` (the pipeline's
     proposal settings). A black box imported from another codebase (no weak model) cannot run
@@ -39,17 +39,18 @@ Unreadable images: each is reported on stderr by name and skipped (listed in the
 from __future__ import annotations
 
 import glob
-import inspect
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from wsod import contracts
+from wsod.report.drawing import draw_detections
+from wsod.rescoring import image_confidence, rescore_detections
 from wsod.utils.io import read_json, write_json_artifact
 from wsod.utils.progress import progress
 
@@ -68,6 +69,9 @@ STAGE = "predict"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 LIST_EXTENSIONS = (".txt", ".lst")
 RESCORE_MODES = ("image", "detections")
+# (split_file, out_dir, mode, weak_dir, *, config, cfg_options, proposals) -> the black box's
+# detections json on the split's images (``<out_dir>/black_box_dets.json``)
+BlackBox = Callable[..., Path]
 
 
 class PredictError(ValueError):
@@ -230,45 +234,6 @@ def images_split(images: list[dict], classes: Sequence[str], root: Path, sources
     }
 
 
-# --------------------------------------------------------------------------- drawing
-def draw_detections(
-    split: Mapping, dets: Sequence[Mapping], out_dir: Path, *, draw_thr: float
-) -> list[str]:
-    """Draw each image's detections scoring above ``draw_thr`` (box, class, score) with
-    mmdet's ``DetLocalVisualizer``; writes ``out_dir/<file_name>``. Returns the written paths."""
-    import mmcv
-    import torch
-    from mmdet.structures import DetDataSample
-    from mmdet.visualization import DetLocalVisualizer
-    from mmengine.structures import InstanceData
-
-    vis = DetLocalVisualizer(name=f"wsod_predict_{time.time_ns()}")
-    vis.dataset_meta = {"classes": contracts.category_names(split), "palette": "random"}
-    empty = {"bboxes": np.zeros((0, 4)), "scores": np.zeros(0), "labels": np.ones(0, np.int64)}
-    by_image = contracts.detections_by_image(dets)
-    root = Path(split["info"]["data_root"])
-    written = []
-    for im in progress(split["images"], desc="draw", unit="img"):
-        d = by_image.get(im["id"], empty)
-        inst = InstanceData(
-            bboxes=torch.as_tensor(d["bboxes"]),
-            scores=torch.as_tensor(d["scores"]),
-            labels=torch.as_tensor(d["labels"] - 1),  # category id -> class index
-        )
-        image = mmcv.imread(str(root / im["file_name"]), channel_order="rgb")
-        out = out_dir / im["file_name"]
-        vis.add_datasample(
-            im["file_name"],
-            image,
-            DetDataSample(pred_instances=inst),
-            draw_gt=False,
-            pred_score_thr=draw_thr,
-            out_file=str(out),
-        )
-        written.append(str(out))
-    return written
-
-
 # --------------------------------------------------------------------------- stage
 def run(
     images: Sequence[str | os.PathLike],
@@ -282,6 +247,7 @@ def run(
     weak_config: str | os.PathLike | None = None,
     weak_cfg_options: Mapping | None = None,
     proposals: Mapping | None = None,
+    black_box: BlackBox | None = None,
 ) -> dict:
     """Detect with the strong work dir's detector on ``images``; write results and drawings.
 
@@ -297,6 +263,8 @@ def run(
         weak_cfg_options: the weak stage's ``cfg_options`` (the pipeline's), for ``rescore``.
         proposals: ``wsod.stages.proposals.run`` keywords (the pipeline's ``proposals``), for
             ``rescore='detections'``.
+        black_box: runs the black box on the new images, for ``rescore`` (:data:`BlackBox`;
+            ``wsod predict`` passes :func:`wsod.commands.predict.run_black_box`).
 
     Returns:
         ``{"images", "skipped", "detections", "out", "images_json", "vis", "rescored"}``.
@@ -306,6 +274,7 @@ def run(
     """
     started = time.time()
     _check_rescore(rescore, weak_dir, weak_config)
+    _check_black_box(rescore, black_box)
     paths = collect_images(images)
     strong = find_strong_model(strong_dir)
     out_dir = Path(out_dir)
@@ -326,9 +295,10 @@ def run(
     inputs = [split_file, strong["checkpoint"], strong["config"]]
     if rescore is not None:  # the detector's own scores stay beside the rescored ones
         write_json_artifact(out_dir / "strong_dets.json", dets, inputs=inputs, **meta)
-        black_box = {"config": weak_config, "cfg_options": weak_cfg_options, "proposals": proposals}
-        dets = _rescore(split_file, dets, out_dir, rescore, weak_dir, **black_box)
-        inputs.append(out_dir / "black_box_dets.json")
+        bb = {"config": weak_config, "cfg_options": weak_cfg_options, "proposals": proposals}
+        bb_out = black_box(split_file, out_dir, rescore, weak_dir, **bb)
+        dets = _rescored(dets, split_file, bb_out)
+        inputs.append(bb_out)
     out = out_dir / "detections.json"
     dets = contracts.validate_detections(dets, split, str(out))
     write_json_artifact(out, dets, inputs=inputs, **meta)
@@ -337,15 +307,22 @@ def run(
         f"wsod predict: {len(dets)} detections on {len(imgs)} images -> {out}; drawn: "
         f"{out_dir / 'vis'}" + (f"; {len(skipped)} unreadable skipped" if skipped else "")
     )
-    return {
-        "images": len(imgs),
-        "skipped": skipped,
-        "detections": len(dets),
-        "out": str(out),
-        "images_json": str(split_file),
-        "vis": vis,
-        "rescored": rescore,
-    }
+    summary = {"images": len(imgs), "skipped": skipped, "detections": len(dets), "out": str(out)}
+    return {**summary, "images_json": str(split_file), "vis": vis, "rescored": rescore}
+
+
+def _check_black_box(rescore: str | None, black_box: BlackBox | None) -> None:
+    """The black box on the new images is run by the caller's ``black_box`` (a stage does not
+    call the proposals and weak stages itself)."""
+    if rescore is not None and black_box is None:
+        raise PredictError("rescore needs black_box= (wsod.commands.predict.run_black_box)")
+
+
+def _rescored(dets: list[dict], split_file: Path, black_box_dets: Path) -> list[dict]:
+    """``dets`` x the black box's confidence in each class for each image
+    (:func:`wsod.rescoring.rescore_detections`)."""
+    bb = contracts.load_detections(black_box_dets, contracts.load_split(split_file))
+    return rescore_detections(dets, image_confidence(bb))
 
 
 def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
@@ -361,29 +338,3 @@ def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
             f"{Path(weak_dir) / 'weak_model.json'}: no trained black box to run on the new images "
             "(train it: `make weak`; an imported black box cannot run on them: --no-rescore)"
         )
-
-
-def _rescore(split_file, dets, out_dir, mode, weak_dir, *, config, cfg_options, proposals):
-    """Run the black box (the weak stage's model) on the images of ``split_file`` and rescore
-    ``dets`` by its confidence in each class for each image (:mod:`wsod.stages.rescore`)."""
-    from wsod.stages import proposals as proposals_stage
-    from wsod.stages import weak as weak_stage
-    from wsod.stages.rescore import image_confidence, rescore_detections
-
-    props = out_dir / "black_box_proposals.pkl"
-    options = dict(cfg_options or {})
-    if mode == "image":  # the CAM black box as an image classifier (as `make rescore`)
-        proposals_stage.run(split_file, props, method="whole_image")
-        options.update(
-            {"model.roi_head.score_mode": "image", "model.roi_head.test_cfg.score_thr": 0}
-        )
-    else:
-        names = set(inspect.signature(proposals_stage.run).parameters) - {"split", "out"}
-        settings = {k: v for k, v in (proposals or {}).items() if k in names}
-        proposals_stage.run(split_file, props, **settings)
-    bb_out = out_dir / "black_box_dets.json"
-    weak_stage.run(
-        config, weak_dir, infer=[(split_file, props, bb_out)], cfg_options=options or None
-    )
-    black_box = contracts.load_detections(bb_out, contracts.load_split(split_file))
-    return rescore_detections(dets, image_confidence(black_box))

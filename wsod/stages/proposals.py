@@ -16,7 +16,7 @@ Methods: ``selective_search`` (OpenCV, ``mode`` fast|quality, rank scores), ``ed
 (OpenCV; structured edges with ``edge_model``, else a weaker Sobel edge map), ``import`` (a
 .mat/.pkl/.npz file, see :mod:`wsod.proposals.importers`), ``whole_image`` (one box = the
 image, from the split's sizes without reading a pixel: for a CAM black box's image-level class
-scores, see ``score_mode='image'`` in :mod:`wsod.models.roi_heads.cam_head`). All go through
+scores, see ``scoring=dict(type='image')`` in :mod:`wsod.models.roi_heads.cam_scoring`). All go through
 :func:`wsod.proposals.postprocess.postprocess` (clip, ``min_size``, de-duplicate,
 ``max_boxes``).
 

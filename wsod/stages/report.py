@@ -119,7 +119,7 @@ def _detector_gallery(
 ) -> list[Path]:
     """Gallery of the evaluated split: each detector's boxes next to the ground truth."""
     from wsod.report.gallery import gallery
-    from wsod.stages.evaluate import named_paths
+    from wsod.utils.io import named_paths
 
     det_paths = (
         named_paths(detections)
@@ -156,7 +156,7 @@ def _tags_galleries(
 ) -> list[Path]:
     """Galleries of a tags-only run (:func:`wsod.report.tags_only.tags_galleries`): the pseudo
     labels on train images, the detectors' boxes on the evaluated split, without ground truth."""
-    from wsod.stages.evaluate import named_paths
+    from wsod.utils.io import named_paths
 
     files = (m.get("tags") or {}).get("detectors") or {}
     det_paths = (

@@ -11,90 +11,22 @@ classes far more often (docs/results.md, "errors").
 The rescored detector is the pair (retrained detector, black box): on new images both must
 run. Training stages are untouched; no ground truth is read.
 
-A pipeline's ``rescore_by_black_box`` picks where ``m`` comes from (:func:`black_box_mode`):
-``1`` the black box's detections; ``image`` a CAM black box read as an image classifier, its
-detections on one whole-image proposal per image with :data:`IMAGE_SCORES_CFG_OPTIONS` (no
-proposals needed at test time); ``0`` no rescoring.
+The rules (``rescore_by_black_box``'s modes, the CAM's image-classifier overrides) and the
+arithmetic live in :mod:`wsod.rescoring`; this stage writes the rescored file.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from wsod.contracts import load_detections, load_split
+from wsod.rescoring import image_confidence, rescore_detections
 from wsod.utils.io import write_json_artifact
 
 STAGE = "rescore"
-
-# The CAM black box as an image classifier: each whole-image box is scored by the class
-# probability alone (score_mode='image'), and no class is thresholded away (score_thr=0), so
-# every (image, class) pair gets its confidence. Given to `wsod weak --cfg-options`.
-IMAGE_SCORES_CFG_OPTIONS = {
-    "model.roi_head.score_mode": "image",
-    "model.roi_head.test_cfg.score_thr": 0,
-}
-BLACK_BOX_MODES = ("0", "1", "image")
-
-
-def black_box_mode(value, weak_cfg=None, *, where: object = "pipeline") -> str:
-    """A pipeline's ``rescore_by_black_box`` normalised: ``'0'`` (off; also None/False), ``'1'``
-    (the black box's detections; also True) or ``'image'`` (a CAM's class probabilities).
-
-    Args:
-        value: the pipeline's value.
-        weak_cfg: the weak config (mmengine ``Config``) when known: ``'image'`` needs a head
-            with a ``score_mode`` (the CAM head).
-        where: the pipeline file, named in errors.
-
-    Raises:
-        ValueError: for any other value, or ``'image'`` with a weak head that is not a CAM.
-    """
-    if isinstance(value, str):
-        mode = value.lower()
-    elif value is None or value in (0, 1):  # False and True too
-        mode = str(int(bool(value)))
-    else:
-        mode = repr(value)
-    if mode not in BLACK_BOX_MODES:
-        raise ValueError(
-            f"{where}: rescore_by_black_box = {value!r}; want 0, 1 or 'image' "
-            "(0 off, 1 the black box's detections, 'image' a CAM's class probabilities)"
-        )
-    head = ((weak_cfg or {}).get("model") or {}).get("roi_head") or {}
-    if mode == "image" and weak_cfg is not None and "score_mode" not in head:
-        raise ValueError(
-            f"{where}: rescore_by_black_box = 'image' reads a CAM black box's class "
-            f"probabilities, but the weak config's head ({head.get('type')}) has no score_mode; "
-            "use rescore_by_black_box = 1 (the black box's detections)"
-        )
-    return mode
-
-
-def image_confidence(dets: Iterable[Mapping]) -> dict[tuple[int, int], float]:
-    """``{(image_id, category_id): highest score}`` of a detector's detections."""
-    best: dict[tuple[int, int], float] = {}
-    for d in dets:
-        key = (int(d["image_id"]), int(d["category_id"]))
-        score = float(d["score"])
-        if score > best.get(key, float("-inf")):
-            best[key] = score
-    return best
-
-
-def rescore_detections(
-    dets: Iterable[Mapping], confidence: Mapping[tuple[int, int], float]
-) -> list[dict]:
-    """Detections with ``score x confidence[(image_id, category_id)]``; those whose factor is
-    missing or not positive (the black box never saw the class in that image) are dropped."""
-    out = []
-    for d in dets:
-        m = confidence.get((int(d["image_id"]), int(d["category_id"])), 0.0)
-        if m > 0:
-            out.append(dict(d, score=float(d["score"]) * m))
-    return out
+__all__ = ["image_confidence", "rescore_detections", "run"]
 
 
 def run(

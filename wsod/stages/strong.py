@@ -13,16 +13,11 @@ Inputs:
     ``infer``: ``[(split_json, out_json or None), ...]`` weak-label splits to detect on (val for
     evaluation, train for self-training rounds).
 
-Semi-supervised configs (``configs/soft_teacher/``: a model with mmdet's ``semi_train_cfg``,
-e.g. :class:`wsod.models.semi.WSODLabelRestrictedSoftTeacher`, and a ``ConcatDataset`` of
-[labelled, unlabelled] training datasets): the labelled dataset trains on the training
-annotations (mmdet's ``filter_empty_gt`` keeps the images with boxes); the unlabelled one on
-``[fsd_]unlabeled_images.json``, a weak-label split of the images without boxes (the config's
-``unlabeled_images = 'rest'``) or of every image (``'all'``), with their image-level labels from
-``train_split`` (default: the training file's ``info.split_file``, which ``wsod denoise``
-writes; the fully supervised reference without one: its boxes' classes). That file is in the
-run's fingerprint; which images lose their boxes is the de-noise chain's choice
-(``image_filter``, ``reliable_images``).
+Extra training inputs (:mod:`wsod.training.extra_inputs`): a config with ``strong_inputs =
+dict(type=...)`` names a registered plug-in (its module in the config's ``custom_imports``, e.g.
+``projects/soft_teacher``'s unlabelled images) that makes one more file beside the training
+annotations (e.g. ``[fsd_]unlabeled_images.json``) and points the config's datasets at both;
+``train_split`` is passed on to it. That file is in the run's fingerprint.
 
 Data root: ``data_root`` (argument) wins; else the training file's ``info.data_root``; else
 the split file named by its ``info.split_file`` (that split's ``info.data_root``). Each
@@ -33,7 +28,7 @@ Outputs in ``work_dir`` (each written atomically with a ``.meta.json`` sidecar):
     ``[fsd_]train_annotations.json``: the training boxes normalised for mmdet's
     ``CocoDataset`` (``area``, ``iscrowd``, unique ids; ground-truth ``difficult`` boxes become
     ``iscrowd`` = ignored, as mmdet's VOC loader does); ``[fsd_]strong_config.py``: the resolved
-    config; ``[fsd_]unlabeled_images.json`` (semi-supervised configs); ``iter_*.pth`` +
+    config; the plug-in's extra file (``strong_inputs``); ``iter_*.pth`` +
     ``last_checkpoint`` (mmengine); ``strong_run.json``: which run the
     work dir's checkpoints belong to (fingerprint of config + seed + boxes, supervision);
     ``[fsd_]strong_model.json``: the final checkpoint, iterations, classes, supervision; per ``infer`` pair a COCO results json
@@ -50,15 +45,9 @@ end). The training side reads no ground-truth file unless ``fully_supervised_gt`
 The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this module
 builds the training annotations and wires them (and the splits to detect on) into the config.
 
-Several processes (one code path on CPU and GPU, :mod:`wsod.training.dist`)::
-
-    torchrun --nproc_per_node=2 -m wsod strong --launcher pytorch --config ... --work-dir ...
-    srun -p PARTITION --ntasks=8 --ntasks-per-node=8 --gres=gpu:8 \\
-        python -m wsod strong --launcher slurm --config ... --work-dir ...
-
-Rank 0 alone writes the files above and moves stale checkpoints, the other ranks wait for it
-and read the same training annotations and checkpoint; detection runs on every rank, each on
-its shard of the split, and rank 0 writes the merged detections.
+Several processes (``--launcher pytorch`` under torchrun, ``slurm`` under srun; examples in
+``wsod strong --help``): rank 0 alone writes the files above and moves stale checkpoints, the
+other ranks read them; detection runs sharded on every rank (:mod:`wsod.training.dist`).
 """
 
 from __future__ import annotations
@@ -68,12 +57,13 @@ import json
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wsod import contracts
 from wsod import training as tr
+from wsod.datasets.train_annotations import build_train_annotations, resolve_root, train_data_root
+from wsod.training.extra_inputs import ExtraInputs, StrongInputs, TrainingSet, build_strong_inputs
 from wsod.utils.io import read_json, write_json_artifact
 
 __all__ = ["StrongStageError", "build_train_annotations", "run"]
@@ -97,160 +87,6 @@ def _check_categories(cats: Sequence[Mapping], where: str) -> list[str]:
             f"{where}: category ids must be 1..K (got {ids}); regenerate the split with `wsod data`"
         )
     return contracts.category_names({"categories": list(cats)})
-
-
-def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) -> dict:
-    """Normalise pseudo labels (or real boxes) into what mmdet's ``CocoDataset`` trains on.
-
-    Args:
-        data: COCO instances dict (``images``, ``categories``, ``annotations`` with ``bbox``
-            xywh and, for pseudo labels, ``score`` and optionally ``weight``).
-        fully_supervised: ``data`` holds real boxes (``weight`` 1). Either way a box that
-            :func:`wsod.contracts.is_ignored` (``difficult`` or ``iscrowd``) becomes ``iscrowd``
-            1: mmdet ignores it in training, as its VOC loader does.
-
-    Returns:
-        COCO instances dict: images ``{id, file_name, width, height}``, categories sorted by
-        id, annotations ``{id (1..N), image_id, category_id, bbox, area = w*h, iscrowd, score,
-        weight}`` (``score`` default 1.0, ``weight``: :func:`wsod.contracts.box_weight`).
-    """
-    images = [{k: im[k] for k in ("id", "file_name", "width", "height")} for im in data["images"]]
-    anns = []
-    for i, a in enumerate(data["annotations"], start=1):
-        x, y, w, h = (float(v) for v in a["bbox"])
-        crowd = int(contracts.is_ignored(a))
-        anns.append(
-            {
-                "id": i,
-                "image_id": a["image_id"],
-                "category_id": a["category_id"],
-                "bbox": [x, y, w, h],
-                "area": w * h,
-                "iscrowd": crowd,
-                "score": float(a.get("score", 1.0)),
-                "weight": contracts.box_weight(a, fully_supervised=fully_supervised),
-            }
-        )
-    cats = sorted(
-        ({"id": c["id"], "name": c["name"]} for c in data["categories"]), key=lambda c: c["id"]
-    )
-    return {
-        "info": dict(data.get("info", {})),
-        "images": images,
-        "categories": cats,
-        "annotations": anns,
-    }
-
-
-def _resolve_root(root: str | os.PathLike, ref_file: str | os.PathLike) -> Path:
-    from wsod.contracts import resolve_data_root
-
-    return resolve_data_root({"info": {"data_root": str(root)}}, ref_file)
-
-
-def _train_data_root(
-    data: Mapping, path: str | os.PathLike, data_root: str | os.PathLike | None
-) -> Path:
-    if data_root is not None:
-        return Path(data_root)
-    info = data.get("info") or {}
-    if info.get("data_root"):
-        return _resolve_root(info["data_root"], path)
-    split_path = _split_file(info, path)
-    if split_path is not None:
-        split = contracts.load_split(split_path)
-        return _resolve_root(split["info"]["data_root"], split_path)
-    raise StrongStageError(
-        f"{path}: no info.data_root (nor info.split_file) says where the "
-        "images are; pass data_root= (--data-root DIR)"
-    )
-
-
-def _split_file(info: Mapping, path: str | os.PathLike) -> Path | None:
-    """The training file's ``info.split_file`` (relative: to the cwd, else to its folder)."""
-    if not info.get("split_file"):
-        return None
-    split_path = Path(info["split_file"])
-    if not split_path.is_absolute() and not split_path.is_file():
-        split_path = Path(path).parent / split_path
-    return split_path
-
-
-# --------------------------------------------------------------------------- semi-supervised
-@dataclass
-class SemiSplit:
-    """The unlabelled images of a semi-supervised config (:mod:`wsod.models.semi`): the file
-    the stage writes (``path``), its content (a weak-label split) and the split file the image
-    labels came from (None: from the real boxes of the fully supervised reference)."""
-
-    path: Path
-    data: dict
-    labels_from: Path | None
-
-
-def _is_semi(cfg) -> bool:
-    """A semi-supervised config: its model has mmdet's ``semi_train_cfg`` (``SoftTeacher``)."""
-    return "semi_train_cfg" in (cfg.get("model") or {})
-
-
-def _image_labels(train_ann: Mapping, train_file: Path, train_split, fully: bool):
-    """``({image_id: category ids}, split path or None)`` for every training image."""
-    from wsod.models.semi import labels_from_boxes
-
-    split_path = train_split or _split_file(train_ann.get("info") or {}, train_file)
-    if split_path is None:
-        if fully:  # the reference's real boxes name their classes
-            return labels_from_boxes(train_ann), None
-        raise StrongStageError(
-            f"{train_file}: the semi-supervised config needs the train images' image-level "
-            "labels; pass train_split= (--train-split TRAIN_SPLIT_JSON) or write "
-            "info.split_file in the pseudo labels"
-        )
-    split = contracts.load_split(split_path)
-    labels = {int(im["id"]): list(im["labels"]) for im in split["images"]}
-    missing = [im["file_name"] for im in train_ann["images"] if int(im["id"]) not in labels]
-    if missing or contracts.category_names(split) != contracts.category_names(train_ann):
-        raise StrongStageError(
-            f"{split_path}: not the split {train_file} was made from ({len(missing)} training "
-            f"images missing, e.g. {missing[:2]}, or other classes); pass that split"
-        )
-    return labels, Path(split_path)
-
-
-def _semi_split(cfg, train_ann, where: tuple, root: Path, out: Path) -> SemiSplit | None:
-    """The unlabelled images of a semi-supervised config, else None
-    (``where = (config, training file, train_split, fully)``)."""
-    if not _is_semi(cfg):
-        return None
-    from wsod.models.semi import unlabeled_split
-
-    config, train_file, train_split, fully = where
-    labels, labels_from = _image_labels(train_ann, train_file, train_split, fully)
-    which = cfg.get("unlabeled_images", "rest")
-    info = {"data_root": str(root), "split": "unlabeled", "unlabeled_images": which}
-    try:
-        data = unlabeled_split(train_ann, labels, which, info)
-    except ValueError as e:
-        raise StrongStageError(f"{config}: {e}") from e
-    if not data["images"]:
-        raise StrongStageError(
-            f"{train_file}: every training image has pseudo boxes, so {config} has no "
-            "unlabelled image; leave the unreliable images without boxes in the de-noise "
-            "chain (reliable_images, image_filter) or use every image as unlabelled "
-            "(--cfg-options unlabeled_images=all)"
-        )
-    return SemiSplit(out, data, labels_from)
-
-
-def _semi_datasets(ds_cfg: Any, where: str) -> tuple[Any, Any]:
-    """The (labelled, unlabelled) datasets of a semi-supervised config's ``ConcatDataset``."""
-    datasets = ds_cfg.get("datasets")
-    if not isinstance(datasets, list | tuple) or len(datasets) != 2:
-        raise StrongStageError(
-            f"{where}: a semi-supervised config's train_dataloader.dataset must be a "
-            "ConcatDataset of [labelled, unlabelled] datasets (see configs/soft_teacher/)"
-        )
-    return datasets[0], datasets[1]
 
 
 # --------------------------------------------------------------------------- dataset wiring
@@ -325,12 +161,13 @@ def run(
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
-        train_split: a semi-supervised config's image labels (weak-label split of the training
-            images); default: the training file's ``info.split_file`` (fsd: its boxes).
+        train_split: a weak-label split of the training images, for a ``strong_inputs``
+            plug-in that needs image labels (e.g. ``projects/soft_teacher``).
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
-        "outputs": [result jsons], "train_annotations", "unlabeled_images" (None: not semi)}``.
+        "outputs": [result jsons], "train_annotations", "extra_inputs" (the plug-in's file, or
+        None)}``.
 
     Raises:
         StrongStageError: bad inputs (message names the file and the fix).
@@ -352,28 +189,32 @@ def run(
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
-    where = (config, train_file, train_split, fully)
-    semi = _semi_split(cfg, train_ann, where, root, work_dir / f"{prefix}unlabeled_images.json")
-    _wire_training(cfg, config, (ann_path, semi), root, classes, max_iters)
+    split = Path(train_split) if train_split else None
+    training = TrainingSet(str(config), train_ann, train_file, split, fully, root, work_dir, prefix)
+    plugin, extra = _extra_inputs(cfg, training)
+    _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, max_iters)
     job, fingerprint = _train_job(
-        cfg, config, ann_path, prefix, (train_ann, train_file), meta, semi
+        cfg, config, ann_path, prefix, (train_ann, train_file), meta, extra
     )
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
     outputs = []
     for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
         where = (split_path, split, out, train_file)
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
-    return {
-        "checkpoint": trained.checkpoint,
-        "config": str(job.config_file),
-        "work_dir": str(work_dir),
-        "supervision": meta["extra"]["supervision"],
-        "iterations": trained.iterations,
-        "resumed_from": trained.resumed_from,
-        "outputs": outputs,
-        "train_annotations": str(ann_path),
-        "unlabeled_images": str(semi.path) if semi else None,
-    }
+    summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
+    summary.update(work_dir=str(work_dir), supervision=meta["extra"]["supervision"])
+    summary.update(iterations=trained.iterations, resumed_from=trained.resumed_from)
+    summary.update(outputs=outputs, train_annotations=str(ann_path))
+    return {**summary, "extra_inputs": str(extra.path) if extra else None}
+
+
+def _extra_inputs(cfg, training: TrainingSet) -> tuple[StrongInputs | None, ExtraInputs | None]:
+    """The config's ``strong_inputs`` plug-in and the file it makes (both None without one)."""
+    try:
+        plugin = build_strong_inputs(cfg, training.config)
+        return plugin, plugin.make(cfg, training) if plugin else None
+    except ValueError as e:
+        raise StrongStageError(str(e)) from e
 
 
 def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]) -> dict:
@@ -393,17 +234,21 @@ def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]
 
 def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) -> None:
     """The strong stage's training wiring: the training annotations as the (wrapped)
-    ``CocoDataset`` (a semi-supervised config: as its labelled dataset, the unlabelled images
-    as the other; ``files = (annotations path, SemiSplit or None)``), the schedule's length,
-    the finite-loss hook."""
-    ann_path, semi = files
-    ds = cfg.train_dataloader.dataset
-    if semi is None:
-        _set_dataset(ds, str(config), ann_path, root, classes)
+    ``CocoDataset`` (a ``strong_inputs`` plug-in wires them and its file itself;
+    ``files = (annotations path, plug-in or None, its ExtraInputs or None)``), the schedule's
+    length, the finite-loss hook."""
+    ann_path, plugin, extra = files
+
+    def set_dataset(ds_cfg, ann_file: Path) -> None:
+        _set_dataset(ds_cfg, str(config), ann_file, root, classes)
+
+    if plugin is None:
+        set_dataset(cfg.train_dataloader.dataset, ann_path)
     else:
-        labelled, unlabelled = _semi_datasets(ds, str(config))
-        _set_dataset(labelled, str(config), ann_path, root, classes)
-        _set_dataset(unlabelled, str(config), semi.path, root, classes)
+        try:
+            plugin.wire(cfg, set_dataset, ann_path, extra)
+        except ValueError as e:
+            raise StrongStageError(f"{config}: {e}") from e
     if max_iters is not None:
         _set_max_iters(cfg, max_iters)
     _ensure_finite_loss_hook(cfg)
@@ -425,7 +270,10 @@ def _training_boxes(
     else:
         data = contracts.load_pseudo_labels(train_file)
     classes = _check_categories(data["categories"], str(train_file))
-    root = _train_data_root(data, train_file, data_root).resolve()
+    try:
+        root = train_data_root(data, train_file, data_root).resolve()
+    except ValueError as e:
+        raise StrongStageError(str(e)) from e
     if not root.is_dir():
         raise StrongStageError(f"{train_file}: image folder {root} not found; pass --data-root")
     train_ann = build_train_annotations(data, fully_supervised=fully)
@@ -452,38 +300,35 @@ def _infer_splits(infer, work_dir: Path, prefix: str, classes, train_file: Path)
     return pairs, splits
 
 
-def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: SemiSplit | None):
+def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, extra: ExtraInputs | None):
     """The strong stage's :class:`~wsod.training.TrainJob`: rank 0 writes the training
-    annotations (and a semi-supervised config's unlabelled images) the datasets read; the
-    fingerprint is the config's and the boxes' (and the unlabelled images')
-    (``train = (training annotations, training file)``)."""
+    annotations (and a plug-in's extra file) the datasets read; the fingerprint is the config's
+    and the boxes' (and the extra file's) (``train = (training annotations, training file)``)."""
     train_ann, train_file = train
     work_dir = ann_path.parent
     ann_sha = _sha_of(train_ann)
-    semi_sha = _sha_of(semi.data, ("images", "categories")) if semi else ""
-    inputs = [train_file, *([semi.labels_from] if semi and semi.labels_from else [])]
+    extra_sha = _sha_of(extra.data, ("images", "categories")) if extra else ""
+    inputs = [train_file, *(extra.inputs if extra else [])]
 
     def fingerprint_of(version: int) -> str:  # the config's and the training images'
-        digest = tr.run_fingerprint(cfg, [], version=version) + ann_sha + semi_sha
+        digest = tr.run_fingerprint(cfg, [], version=version) + ann_sha + extra_sha
         return tr.versioned_digest(hashlib.sha256(digest.encode()), version)
 
     def write_inputs() -> None:  # rank 0, validated on write ...
         contracts.validate_train_annotations(train_ann, where=str(ann_path))
         kw = {"config": {"config": str(config)}, "inputs": inputs, **meta}
         write_json_artifact(ann_path, train_ann, **kw)
-        if semi:
-            contracts.validate_split(semi.data, where=str(semi.path))
-            write_json_artifact(semi.path, semi.data, **kw)
+        if extra:
+            contracts.validate_split(extra.data, where=str(extra.path))
+            write_json_artifact(extra.path, extra.data, **kw)
 
     def read_inputs() -> None:  # ... and on read
         contracts.load_train_annotations(ann_path)
-        if semi:
-            contracts.load_split(semi.path)
+        if extra:
+            contracts.load_split(extra.path)
 
     supervision = meta["extra"]["supervision"]
-    semi_record = (
-        {"unlabeled_sha256": semi_sha, "unlabeled_images": len(semi.data["images"])} if semi else {}
-    )
+    extra_record = {f"{extra.name}_sha256": extra_sha, **extra.record} if extra else {}
     job = tr.TrainJob(
         stage="strong",
         cfg=cfg,
@@ -494,14 +339,14 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, semi: Semi
         model_file=work_dir / f"{prefix}strong_model.json",
         inputs=inputs,
         meta=meta,
-        record={"train_sha256": ann_sha, "supervision": supervision, **semi_record},
+        record={"train_sha256": ann_sha, "supervision": supervision, **extra_record},
         model_record={"classes": meta["extra"]["classes"], "supervision": supervision},
         train_without=tr.TEST_KEYS,  # the training Runner builds no test loop
         name=f"{prefix}strong_train",
         write_inputs=write_inputs,
         read_inputs=read_inputs,
     )
-    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha and not semi  # noqa: E731
+    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha and not extra  # noqa: E731
     fingerprint = tr.Fingerprint(
         fingerprint_of(tr.FINGERPRINT_VERSION),
         tuple(fingerprint_of(v) for v in tr.LEGACY_VERSIONS),
@@ -520,7 +365,7 @@ def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, conf
     (``where = (split path, split, out, training file)``)."""
     split_path, split, out, train_file = where
     test_cfg = tr.detection_config(cfg, f"infer_{Path(split_path).stem}")
-    root = _resolve_root(split["info"]["data_root"], split_path).resolve()
+    root = resolve_root(split["info"]["data_root"], split_path).resolve()
     ds_cfg = test_cfg.test_dataloader.dataset
     _set_dataset(ds_cfg, str(config), Path(split_path).resolve(), root, classes)
     _inner_dataset(ds_cfg, str(config)).test_mode = True

@@ -1,7 +1,8 @@
 """Weak stage: train the black-box weakly supervised detector, or import another one's output.
 
 Inputs:
-    * ``config``: an mmdet config of a weak detector (``configs/oicr/*``, ``configs/wsddn/*``);
+    * ``config``: an mmdet config of a weak detector (``configs/cam/*``; the MIL baselines of
+      ``projects/mil_baselines/configs/``);
     * ``train_split``: a weak-label split json (``wsod data``): images + image-level labels,
       **no boxes**; ``train_proposals``: its proposals (``wsod proposals``, mmdet's proposal
       contract .pkl, the .npz twin is preferred), not needed by configs that train on whole
@@ -16,7 +17,7 @@ results json (weak detections contract, category id = class index + 1) with its
 ``.meta.json``, written atomically by the ``WSODDumpCocoResults`` test evaluator.
 
 Import mode (``import_file``): validate another detector's detections (COCO results json, VOC
-``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.weak.importers``) against
+``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.detections.importers``) against
 ``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``). An import that
 detects less than ``min_coverage`` of the split's labelled (image, class) pairs (default 0.9,
 ``--min-coverage``; 0 accepts any) is refused, naming the classes and counting the images
@@ -58,7 +59,7 @@ class WeakStageError(ValueError):
 
 InferTriple = tuple[str | os.PathLike, str | os.PathLike, str | os.PathLike | None]
 
-CONFIG_HINT = "see configs/cam/, configs/oicr/ and configs/wsddn/"
+CONFIG_HINT = "see configs/cam/ (and projects/mil_baselines/configs/)"
 NO_CHECKPOINT_HINT = "train first (--train-split/--train-proposals) or set load_from"
 
 
@@ -132,7 +133,7 @@ def run(
     """Train a weak detector and detect with it, or import foreign detections.
 
     Args:
-        config: weak detector config (``configs/{cam,oicr,wsddn}/``); unused in import mode.
+        config: weak detector config (``configs/cam/``); unused in import mode.
         work_dir: checkpoints, logs, resolved config, default outputs.
         train_split: weak-label split json to train on (None: no training, detect with the
             work dir's last checkpoint or the config's ``load_from``).
@@ -144,7 +145,7 @@ def run(
             (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
             resume the same run only, seed, schedule length, launcher, bf16/fp32/auto.
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
-            import mode (:func:`wsod.weak.importers.import_detections`): foreign detections
+            import mode (:func:`wsod.detections.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
             ``allow_pickle`` also allows proposal ``.pkl`` files that have no ``.npz`` twin.
 
@@ -320,8 +321,8 @@ def _infer(
 
 
 def _import(import_file, split, out, work_dir, options: dict, *, started: float, seed: int) -> dict:
-    """Import mode: ``options`` are :func:`~wsod.weak.importers.import_detections`'s."""
-    from wsod.weak.importers import import_detections
+    """Import mode: ``options`` are :func:`~wsod.detections.importers.import_detections`'s."""
+    from wsod.detections.importers import import_detections
 
     if split is None:
         raise WeakStageError("importing detections needs the split they are for (--split)")

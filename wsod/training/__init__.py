@@ -28,7 +28,9 @@ wrapper, hooks and pipelines; the stage writes one small dataset-wiring function
 config's datasets at its inputs) and fills a :class:`TrainJob` (``write_inputs`` /
 ``read_inputs`` for files it generates, ``train_without`` for the loops its training Runner
 does not build); resume, the finished-run shortcut, stale checkpoints, launchers and detection
-come from here unchanged.
+come from here unchanged. A strong config that needs one more training file (e.g.
+``projects/soft_teacher``'s unlabelled images) names a registered ``strong_inputs`` plug-in
+(:mod:`wsod.training.extra_inputs`) instead of changing the strong stage.
 
 Layer: below ``wsod.stages``, above the domain packages (it imports ``wsod.models`` to register
 the WSOD modules) and ``wsod.contracts`` / ``wsod.utils``.

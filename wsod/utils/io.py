@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -272,3 +272,42 @@ def write_json_artifact(
             json.dump(obj, f, indent=indent)
 
     return write_artifact(path, _w, **meta)
+
+
+def named_paths(
+    items: Mapping[str, Any] | Sequence[str] | str | None, names: Sequence[str] | None = None
+) -> dict[str, Path]:
+    """Normalise detector inputs to ``{name: path}``.
+
+    Args:
+        items: a mapping ``{name: path}``, or a list of ``"name=path"`` / bare paths (a bare path
+            is named by ``names`` at the same position, else by its file stem).
+        names: optional names for the list entries, in order.
+
+    Returns:
+        Ordered ``{name: Path}``.
+    """
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        return {str(k): Path(v) for k, v in items.items()}
+    if isinstance(items, (str, os.PathLike)):
+        items = [items]
+    items = list(items)
+    if names is not None and len(names) != len(items):
+        raise ValueError(f"{len(names)} names for {len(items)} detection files; give one each")
+    out: dict[str, Path] = {}
+    for i, item in enumerate(items):
+        item = os.fspath(item)
+        if "=" in item and not Path(item).exists():
+            name, path = item.split("=", 1)
+        else:
+            name, path = Path(item).stem, item
+        if names is not None:
+            name = names[i]
+        if name in out:
+            raise ValueError(
+                f"detector name {name!r} given twice; use name=path to tell them apart"
+            )
+        out[name] = Path(path)
+    return out

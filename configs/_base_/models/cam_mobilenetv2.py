@@ -25,7 +25,8 @@ model = dict(
         in_channels=1280,
         featmap_stride=16,
         dropout=0.2,  # the dropout torchvision's MobileNetV2 classifier uses
-        score_mode='mass_minus_area',  # share of CAM mass in the box minus its share of area
+        # a box's score: its share of the CAM's mass minus its share of the image's area
+        scoring=dict(type='mass_minus_area', area_weight=1.0),
         upsample=2,  # score boxes on a CAM at 1/2 input resolution (8x the feature map)
         test_cfg=dict(score_thr=1e-3, nms=dict(type='nms', iou_threshold=0.3),
                       max_per_img=100)))

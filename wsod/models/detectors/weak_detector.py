@@ -20,7 +20,7 @@ from mmdet.registry import MODELS
 from mmdet.structures import SampleList
 from torch import Tensor
 
-from ..roi_heads.wsddn_head import nms_detections
+from ..roi_heads.common import nms_detections
 
 
 @MODELS.register_module()
@@ -28,7 +28,7 @@ class WSODWeakDetector(BaseDetector):
     """Weakly supervised detector over precomputed proposals.
 
     Args:
-        backbone: backbone config (e.g. ``WSODMobileNetV2``, ``WSODVGG16``).
+        backbone: backbone config (e.g. ``WSODMobileNetV2``, ``WSODEfficientNetLite``).
         roi_head: MIL head config (``WSODWSDDNHead`` or ``WSODOICRHead``).
         neck: optional neck config.
         data_preprocessor: usually ``DetDataPreprocessor`` (normalise, pad).

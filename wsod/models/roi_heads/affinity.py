@@ -176,3 +176,58 @@ class AffinityBranch(nn.Module):
             for i, level in zip(self.in_indices, self.levels, strict=True)
         ]
         return self.embed(self.mix(torch.cat(ups, dim=1)))
+
+
+# ``WSODCAMHead(affinity=...)``'s options and their defaults (in_indices and in_channels have none)
+AFFINITY_DEFAULTS = dict(
+    stride=4,
+    channels=64,
+    embed_channels=32,
+    seed_hi=0.5,
+    seed_lo=0.1,
+    dilations=(1, 2, 4, 8, 12, 24),
+    loss_weight=1.0,
+)
+AFFINITY_KEYS = ("in_indices", "in_channels", *AFFINITY_DEFAULTS)
+
+
+def affinity_phase_loss(
+    embedding: Tensor,
+    maps: Tensor,
+    image_labels: list,
+    cfg: dict,
+    batch_img_metas: list[dict] | None = None,
+) -> dict[str, Tensor]:
+    """AffinityNet's loss of the branch's embedding against a CAM head's seeds.
+
+    Args:
+        embedding: (B, D, h, w) the branch's embedding at 1/``cfg['stride']`` of the input.
+        maps: (B, C, h, w) the head's ReLU'd class maps at the same size (no gradient).
+        image_labels: per image, its 0-based class indices.
+        cfg: the head's affinity options (:data:`AFFINITY_DEFAULTS` filled in).
+        batch_img_metas: ``img_shape`` per image: the padding is left unseeded.
+
+    Returns:
+        ``loss_affinity`` (x ``loss_weight``) and, logged, the seeded shares ``seed_fg`` and
+        ``seed_bg`` of the image (a phase whose seeds are nearly all background or all
+        foreground teaches little).
+    """
+    dilations = tuple(int(d) for d in cfg["dilations"])
+    stride = int(cfg["stride"])
+    affinities = predicted_affinities(embedding, dilations)
+    losses, fg, bg = [], [], []
+    for i, labels in enumerate(image_labels):
+        seeds = cam_seeds(maps[i], labels, cfg["seed_hi"], cfg["seed_lo"])
+        if batch_img_metas is not None:
+            h, w = batch_img_metas[i]["img_shape"][:2]
+            seeds[round(h / stride) :] = IGNORE
+            seeds[:, round(w / stride) :] = IGNORE
+        losses.append(affinity_loss(affinities[i], affinity_targets(seeds, dilations)))
+        known = (seeds != IGNORE).sum().clamp(min=1)
+        fg.append((seeds > BACKGROUND).sum() / known)
+        bg.append((seeds == BACKGROUND).sum() / known)
+    return {
+        "loss_affinity": float(cfg["loss_weight"]) * torch.stack(losses).mean(),
+        "seed_fg": torch.stack(fg).mean().detach(),
+        "seed_bg": torch.stack(bg).mean().detach(),
+    }
