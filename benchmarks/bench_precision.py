@@ -14,8 +14,9 @@ process's peak memory (``ru_maxrss`` of the child):
   detection on ``--images`` val images with selective-search proposals (the walk included).
 
 Accuracy is not measured here (a few iterations say nothing about mAP); the VOC runs in
-docs/experiments/ do that. Nothing else should run on the machine meanwhile; the ratio bf16 /
-fp32 is the number to read.
+docs/experiments/ do that. Ideally nothing else runs meanwhile; beside other wsod jobs, set the
+same ``$WSOD_JOBS_DIR`` so each run takes its share of the cores (as under ``make -j2``). The
+ratio bf16 / fp32 is the number to read.
 
 Usage::
 
@@ -48,10 +49,10 @@ def run(cmd: list[str], log: Path) -> float:
     """Run ``python -m wsod ...`` (its output in ``log``); returns its peak RSS in MB."""
     if "--work-dir" in cmd:
         shutil.rmtree(cmd[cmd.index("--work-dir") + 1], ignore_errors=True)
-    env = {**os.environ, "WSOD_JOBS_DIR": ""}  # alone: all cores
+    # $WSOD_JOBS_DIR as set: alone, all cores; beside other wsod jobs, its share of them
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "wsod", *cmd], cwd=REPO, env=env, stdout=out,
+            [sys.executable, "-m", "wsod", *cmd], cwd=REPO, stdout=out,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
         _, status, usage = os.wait4(proc.pid, 0)
