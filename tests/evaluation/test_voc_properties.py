@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_voc_vs_mmdet import to_mmdet
 
@@ -119,6 +119,7 @@ def _continuous(case: dict) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["11points", "area"])
+@settings(max_examples=50)  # each example starts eval_map's process pool
 @given(case=voc_case())
 def test_eval_voc_equals_mmdet_eval_map(mode: str, case: tuple[dict, dict]) -> None:
     dets, gts = case
@@ -128,6 +129,7 @@ def test_eval_voc_equals_mmdet_eval_map(mode: str, case: tuple[dict, dict]) -> N
 
 
 @pytest.mark.parametrize("mode", ["11points", "area"])
+@settings(max_examples=50)
 @given(case=voc_case())
 def test_devkit_plus_one_boxes_converted_at_the_edge_equal_legacy_eval_map(
     mode: str, case: tuple[dict, dict]
