@@ -136,8 +136,6 @@ def test_killed_make_all_resumes_and_ends_where_an_uninterrupted_run_ends(tmp_pa
     assert model["resumed_from"] and Path(model["resumed_from"]).name == f"iter_{at}.pth", (
         "the black box restarted instead of resuming from its checkpoint"
     )
-    logs = "".join(p.read_text() for p in (cut / "weak").glob("*/*.log"))
-    assert f"Iter(train) [{WEAK_STEPS}/{WEAK_STEPS}]" in logs
     _assert_same_artifacts(whole, cut)
 
     # one section edited: only the stages after it rerun, once each

@@ -128,3 +128,36 @@ def test_strong_stage_same_seed_same_weights_and_detections(voc3, tmp_path):  # 
     _same_detections(a_dets, c_dets, exact=False)
     other, _ = train("seed1", 1, seed=1)
     assert _diff(a, other) > 100 * ATOL, "another seed must train other weights"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["weak", "strong"])
+def test_resumed_training_ends_where_an_uninterrupted_one_ends(
+    stage,
+    voc_inputs,  # noqa: F811
+    voc3,  # noqa: F811
+    tmp_path,
+):
+    """3 steps straight vs 3 steps cut after step 2 (the last checkpoint deleted, as a kill
+    leaves the work dir) and resumed: the same weights, bit for bit (one thread). Step 3 draws
+    random numbers (dropout, RoI sampling) from where step 2 left the generator."""
+    from wsod.stages import strong, weak
+
+    def train(work: Path) -> dict:
+        with _threads(1):
+            if stage == "weak":
+                split, pkl, _ = voc_inputs
+                opts = {**WEAK_FAST, "default_hooks.checkpoint.interval": 1}
+                return weak.run(WEAK_CONFIG, work, train_split=split, train_proposals=pkl,
+                                infer=[], cfg_options=opts, max_iters=3)  # fmt: skip
+            return strong.run(DEMO_CONFIG, voc3["pseudo"], work, cfg_options=STRONG_FAST,
+                              max_iters=3)  # fmt: skip
+
+    straight = train(tmp_path / "straight")
+    cut = tmp_path / "cut"
+    train(cut)
+    (cut / "iter_3.pth").unlink()
+    (cut / "last_checkpoint").write_text(str(cut / "iter_2.pth"))
+    resumed = train(cut)
+    assert Path(resumed["resumed_from"]).name == "iter_2.pth" and resumed["iterations"] == 3
+    assert _diff(_weights(straight["checkpoint"]), _weights(resumed["checkpoint"])) == 0.0

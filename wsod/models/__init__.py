@@ -14,5 +14,6 @@ from .cpu_share_hook import WSODCPUShareHook  # noqa: F401
 from .detectors import *  # noqa: F401,F403
 from .dump_results import WSODDumpCocoResults  # noqa: F401
 from .roi_heads import *  # noqa: F401,F403
+from .rng_state_hook import WSODRNGStateHook  # noqa: F401
 
 enable_safe_resume()

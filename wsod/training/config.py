@@ -225,6 +225,15 @@ def prepare_config(
     return cfg
 
 
+def add_rng_state_hook(cfg: Any) -> None:
+    """Add ``WSODRNGStateHook`` to ``cfg.custom_hooks`` (a resumed run then draws the random
+    numbers the interrupted one would have: :mod:`wsod.models.rng_state_hook`); changes ``cfg``
+    in place. Called on a training Runner's config, after the run's fingerprint was taken."""
+    hooks = list(cfg.get("custom_hooks") or [])
+    if not any(h.get("type") == "WSODRNGStateHook" for h in hooks):
+        cfg.custom_hooks = [*hooks, {"type": "WSODRNGStateHook"}]
+
+
 def add_cpu_share_hook(cfg: Any) -> None:
     """Add ``WSODCPUShareHook`` to ``cfg.custom_hooks`` when ``$WSOD_JOBS_DIR`` is set (wsod
     jobs run at once share the cores, :mod:`wsod.utils.cpu_share`); changes ``cfg`` in place.
