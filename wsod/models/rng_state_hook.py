@@ -37,8 +37,13 @@ def rng_state() -> dict[str, Any]:
     version, internal, gauss_next = random.getstate()
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss),
-                  float(gauss)],  # fmt: skip
+        "numpy": [
+            name,
+            torch.from_numpy(keys.astype(np.int64)),
+            int(pos),
+            int(has_gauss),
+            float(gauss),
+        ],  # fmt: skip
         "random": [version, list(internal), gauss_next],
     }
     if torch.cuda.is_available():
