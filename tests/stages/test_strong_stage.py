@@ -78,6 +78,7 @@ def voc3(voc_root, tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_train_resume_and_detect(voc3, tmp_path):
     from wsod.stages.strong import run
 
@@ -144,6 +145,7 @@ def test_train_resume_and_detect(voc3, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_fully_supervised_reference_is_labelled(voc3, tmp_path):
     from wsod.stages.strong import run
 
@@ -165,6 +167,7 @@ def test_fully_supervised_reference_is_labelled(voc3, tmp_path):
     contracts.load_detections(work / "fsd_train_dets.json", contracts.load_split(voc3["split"]))
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(voc3, tmp_path, monkeypatch):
     from mmdet.models.detectors.two_stage import TwoStageDetector
 
