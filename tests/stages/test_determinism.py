@@ -159,5 +159,6 @@ def test_resumed_training_ends_where_an_uninterrupted_one_ends(
     (cut / "iter_3.pth").unlink()
     (cut / "last_checkpoint").write_text(str(cut / "iter_2.pth"))
     resumed = train(cut)
+    assert resumed["resumed_from"], "the run restarted instead of resuming from iter_2.pth"
     assert Path(resumed["resumed_from"]).name == "iter_2.pth" and resumed["iterations"] == 3
     assert _diff(_weights(straight["checkpoint"]), _weights(resumed["checkpoint"])) == 0.0
