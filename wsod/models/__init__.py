@@ -13,7 +13,6 @@ from .backbones.tv_vgg16 import WSODVGG16  # noqa: F401
 from .cpu_share_hook import WSODCPUShareHook  # noqa: F401
 from .detectors import *  # noqa: F401,F403
 from .dump_results import WSODDumpCocoResults  # noqa: F401
-from .rng_state_hook import WSODRNGStateHook  # noqa: F401
 from .roi_heads import *  # noqa: F401,F403
 
 enable_safe_resume()
