@@ -1,6 +1,7 @@
 # wsod: the pipeline as file targets. `make help` lists them.
 #   make setup                  create .venv with the pinned stack (mmcv is compiled once, cached)
-#   make test                   run the test suite
+#   make test                   run the test suite (what CI runs)
+#   make test-fast              the suite without the tests marked slow (local work)
 #   make demo                   the whole pipeline on the embedded synthetic dataset
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 #   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images   (your images + CSV tags)
@@ -30,7 +31,7 @@ DATA_ROOT ?=
 # pipeline (help, setup, test, ...) and a checkout without `make setup` do not read it.
 STAMPS := $(RUN)/.pipeline
 VARS_MK := $(STAMPS)/vars.mk
-NO_PIPELINE_GOALS := help setup browser test lint format bench voc07 clean demo
+NO_PIPELINE_GOALS := help setup browser test test-fast lint format bench voc07 clean demo
 ifneq ($(wildcard $(VENV)/.installed),)
 ifneq ($(filter-out $(NO_PIPELINE_GOALS),$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),)
 include $(VARS_MK)
@@ -80,7 +81,7 @@ RESCORED := $(RUN)/rescore
 EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
-.PHONY: help setup browser test lint format bench demo all data proposals weak denoise strong fsd \
+.PHONY: help setup browser test test-fast lint format bench demo all data proposals weak denoise strong fsd \
         rescore evaluate report ablate voc07 clean rounds FORCE
 
 help:  ## list the targets
@@ -133,8 +134,12 @@ $(VENV)/.installed: constraints.txt pyproject.toml tools/build_mmcv.sh
 	echo "== setup took $$(( $$(date +%s) - start )) s"
 	touch $@
 
-test: $(VENV)/.installed  ## run the test suite (pytest)
-	$(PY) -m pytest $(PYTEST_ARGS)
+# --durations=25: the 25 slowest tests, so every run (CI's too) says where the suite's time goes
+test: $(VENV)/.installed  ## run the test suite (pytest; what CI runs)
+	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.installed  ## the suite without the tests marked slow (local work; make test runs all)
+	$(PY) -m pytest -m "not slow" --durations=10 $(PYTEST_ARGS)
 
 lint:  ## ruff lint + format check
 	$(VENV)/bin/ruff check wsod tests benchmarks tools
@@ -148,6 +153,7 @@ bench:  ## benchmarks on ../shared/data (prints what it measured and how)
 	$(PY) benchmarks/denoise_speed.py
 	$(PY) benchmarks/eval_speed.py
 	$(PY) benchmarks/proposals_bench.py --num 50
+	$(PY) benchmarks/demo_dataset_speed.py
 
 voc07:  ## download + verify + unpack the official VOC2007 trainval/test tarballs under data/
 	$(PY) -m wsod.datasets.download --dest data

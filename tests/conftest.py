@@ -1,6 +1,11 @@
 """Shared fixtures. Real VOC 2007 images come from ../shared/data (never copied into the repo).
 
 Set ``WSOD_VOC_ROOT`` to point the tests at another VOC2007 folder.
+
+Property tests (hypothesis) run under the ``wsod`` profile: no per-example deadline (a busy
+machine must not fail a test; speed goals live in benchmarks/) and a fixed seed under CI
+(``CI`` set), so a CI run is reproducible; ``HYPOTHESIS_PROFILE=explore`` draws 10x more
+examples locally.
 """
 
 from __future__ import annotations
@@ -9,6 +14,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("wsod", deadline=None, derandomize=bool(os.environ.get("CI")))
+settings.register_profile("explore", parent=settings.get_profile("wsod"), max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "wsod"))
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,11 @@ from wsod.cli import STAGES, build_parser, main
 
 def test_python_m_wsod_lists_every_stage():
     out = subprocess.run(
-        [sys.executable, "-m", "wsod", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "wsod", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     ).stdout
     for stage in STAGES:
         assert stage in out

@@ -17,6 +17,7 @@ def _dry_run(tmp_path, *extra):
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     ).stdout
 
 
@@ -46,7 +47,7 @@ def test_make_reruns_only_what_changed(tmp_path):
 
 def test_make_help_lists_public_targets():
     out = subprocess.run(
-        ["make", "help"], cwd=REPO, capture_output=True, text=True, check=True
+        ["make", "help"], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
     ).stdout
     for t in ("setup", "test", "demo", "all", "bench", "lint", "clean", *ORDER):
         assert re.search(rf"\b{t}\b", out), t

@@ -65,7 +65,7 @@ def test_module_cli_writes_stamps_and_refuses_what_it_does_not_know(tmp_path):
     p = tmp_path / "pipe.py"
     p.write_text(PIPE)
     cmd = [sys.executable, "-m", "wsod.pipeline", str(p), "--stamps", str(tmp_path / "s")]
-    subprocess.run(cmd, capture_output=True, text=True, check=True)
+    subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
     assert (tmp_path / "s" / "proposals.json").is_file()
     # the by-position KEY=DEFAULT reads are gone: the Makefile reads the named PIPE_* values
     done = subprocess.run([*cmd, "rounds=0"], capture_output=True, text=True)
@@ -223,11 +223,11 @@ def test_module_cli_writes_vars_mk_and_errors_in_one_line(tmp_path):
     p = _pipe(tmp_path, PIPE)
     out = tmp_path / "vars.mk"
     cmd = [sys.executable, "-m", "wsod.pipeline", str(p), "--vars-mk", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "PIPE_STRONG_CONFIG := configs/faster_rcnn/b.py" in out.read_text()
     p.write_text(PIPE + "strnog = dict(seed=1)\n")
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         next(ln for ln in done.stderr.splitlines() if ln.startswith("wsod.pipeline: error:"))

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from test_voc_pipeline import NO_WORKERS, REPO, _make_all
+import pytest
+from leak_audit import offences, read_log
+from procs import run_bounded
+from test_voc_pipeline import MAKE_TIMEOUT_S, NO_WORKERS, REPO, _make_all, audit_log, make_env
 
 NUM_TRAIN, NUM_VAL = 24, 12
 TINY = f"""
@@ -40,6 +42,8 @@ def write_tag_csv(voc_root: Path, split: str, n: int, out: Path) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(MAKE_TIMEOUT_S + 900)
 def test_custom_example_on_tags_only_real_images(tmp_path, voc_root):
     data = tmp_path / "tags"
     data.mkdir()
@@ -98,9 +102,10 @@ def test_custom_example_on_tags_only_real_images(tmp_path, voc_root):
         (images / f"{i}.jpg").symlink_to(voc_root / "JPEGImages" / f"{i}.jpg")
     started = time.time()
     cmd = ["make", "predict", f"PIPELINE={pipeline}", f"RUN={run}", f"IMAGES={images}"]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    done = run_bounded(cmd, cwd=REPO, env=make_env(run), timeout=600)
     predicted = time.time() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not offences(read_log(audit_log(run)))  # make predict opened no ground truth
     new = json.loads((run / "predict/images.json").read_text())
     assert len(new["images"]) == 3
     assert [c["name"] for c in new["categories"]] == metrics["classes"]

@@ -1,10 +1,13 @@
-"""Demo dataset: deterministic (byte-identical), fast, VOC layout read by the VOC loader."""
+"""Demo dataset: deterministic (byte-identical), VOC layout read by the VOC loader.
+
+Its generation time is a speed goal, measured by ``benchmarks/demo_dataset_speed.py``, not
+asserted here (a busy machine would fail a correct test).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -81,12 +84,10 @@ def test_boxes_round_trip_through_the_voc_loader(tmp_path: Path) -> None:
         assert im["labels"] == names and 1 <= len(objects) <= 4
 
 
-def test_default_size_is_fast_and_varied(tmp_path: Path) -> None:
-    t0 = time.time()
+@pytest.mark.slow  # the default size: 500 images generated and read back
+def test_default_size_is_varied(tmp_path: Path) -> None:
     summary = run(tmp_path / "demo", tmp_path / "out", format="demo")
-    wall = time.time() - t0
     assert (summary["train"]["images"], summary["val"]["images"]) == (400, 100)
-    assert wall < 60, f"demo generation + reading took {wall:.1f}s"
     gt = json.loads((tmp_path / "out" / "train_gt.json").read_text())
     wh = np.array([a["bbox"][2:] for a in gt["annotations"]])
     assert 2.0 <= len(gt["annotations"]) / 400 <= 3.0

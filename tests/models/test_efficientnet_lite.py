@@ -213,3 +213,64 @@ def test_cam_lite0_config_trains_and_predicts_on_real_voc(voc_root, tmp_path):
     # boxes come back in original pixels: each is one of the image's proposals
     orig = torch.from_numpy(_grid_proposals(ow, oh)["bboxes"])
     assert torch.cdist(pred.bboxes, orig).min(dim=1).values.max() < 1.0
+
+
+FRCNN_LITE0 = (
+    REPO / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+)
+
+
+@pytest.mark.slow
+def test_faster_rcnn_lite0_trains_and_predicts_on_a_real_voc_image(voc_root):
+    """One iteration on VOC image 000012 (one car; a test may read its boxes) and a prediction."""
+    from mmcv.transforms import Compose
+    from mmdet.registry import MODELS
+    from mmdet.utils import register_all_modules
+    from mmengine.config import Config
+    from mmengine.optim import build_optim_wrapper
+
+    import wsod.models  # noqa: F401
+    from wsod import VOC_CLASSES
+    from wsod.datasets.voc import parse_voc_xml
+
+    register_all_modules()
+    cfg = Config.fromfile(str(FRCNN_LITE0))
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    assert model.neck.lateral_convs[0].conv.in_channels == model.backbone.out_channels[0] == 40
+    ann = parse_voc_xml(voc_root / "Annotations/000012.xml", VOC_CLASSES)
+    instances = [
+        {"bbox": list(o["bbox"]), "bbox_label": o["category_id"] - 1, "ignore_flag": 0}
+        for o in ann["objects"]
+    ]
+
+    def sample(train: bool):
+        steps = [dict(type="LoadImageFromFile")]
+        steps += [dict(type="LoadAnnotations", with_bbox=True)] if train else []
+        steps += [dict(type="Resize", scale=(256, 256), keep_ratio=True)]
+        steps += [dict(type="PackDetInputs", meta_keys=("img_id", "img_path", "ori_shape",
+                                                        "img_shape", "scale_factor"))]  # fmt: skip
+        r = Compose(steps)(
+            {
+                "img_path": str(voc_root / "JPEGImages/000012.jpg"),
+                "img_id": 12,
+                "instances": instances,
+            }  # fmt: skip
+        )
+        return {"inputs": [r["inputs"]], "data_samples": [r["data_samples"]]}
+
+    frozen = model.backbone.blocks[1][0].conv_pw.weight.detach().clone()
+    tuned = model.backbone.blocks[2][0].conv_pw.weight.detach().clone()
+    model.train()
+    log_vars = model.train_step(sample(True), build_optim_wrapper(model, cfg.optim_wrapper))
+    assert all(np.isfinite(float(torch.as_tensor(v).detach())) for v in log_vars.values())
+    assert torch.equal(model.backbone.blocks[1][0].conv_pw.weight, frozen)  # stride 4 frozen
+    assert not torch.equal(model.backbone.blocks[2][0].conv_pw.weight, tuned)  # stride 8 trains
+    model.eval()
+    model.roi_head.test_cfg.score_thr = 0.0  # an untrained head scores under the config's
+    with torch.no_grad():
+        (pred,) = model.test_step(sample(False))
+    assert pred.ori_shape == (333, 500)
+    b = pred.pred_instances.bboxes
+    assert b.shape[1] == 4 and 0 < len(b) <= model.roi_head.test_cfg.max_per_img
+    assert b[:, :2].min() >= 0 and b[:, 2].max() <= 500 + 1e-3 and b[:, 3].max() <= 333 + 1e-3

@@ -72,6 +72,7 @@ def _assert_same(ours: dict, theirs: dict) -> None:
         np.testing.assert_allclose(a[:, 2:], b[:, 2:], atol=0.05)  # boxes, pixels
 
 
+@pytest.mark.slow  # trains a detector (the module's fixtures)
 def test_predict_matches_the_strong_stage_and_draws(trained, tmp_path, capsys):
     from wsod.stages.predict import run
 
@@ -131,6 +132,7 @@ def cam_black_box(voc3, tmp_path_factory):
         ("detections", {"method": "selective_search", "max_boxes": 50, "resize": 200}),
     ],
 )
+@pytest.mark.slow  # trains a detector (the module's fixtures)
 def test_rescored_by_the_black_box_equals_wsod_rescore(
     mode, proposal_settings, trained, voc3, cam_black_box, tmp_path
 ):
@@ -206,6 +208,7 @@ def test_collect_images_folder_glob_list(tmp_path):
         collect_images([f"{tmp_path}/*.gif"])
 
 
+@pytest.mark.slow  # trains a detector (the module's fixtures)
 def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_path):
     import shutil
 

@@ -161,6 +161,7 @@ def report(evaluated: dict, tmp_path_factory) -> dict:
     return {**res, "probe": probe, "profile": out.parent / "chromium-profile"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1280, 800])
 def test_rendered_report_has_every_table_and_image_and_fits_the_page(report: dict, width: int):
     page = _Page()
@@ -198,6 +199,7 @@ def test_rendered_report_has_every_table_and_image_and_fits_the_page(report: dic
     assert any("voc07_cpu_a_long_run_name_without_spaces" in c for c in cells)
 
 
+@pytest.mark.slow
 def test_screenshot_of_the_report_is_not_blank(report: dict):
     shot = report["probe"].parent / "report.png"
     _browse(report["html"], report["profile"], 1280, 1600, f"--screenshot={shot}")

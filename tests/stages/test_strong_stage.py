@@ -78,6 +78,7 @@ def voc3(voc_root, tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_train_resume_and_detect(voc3, tmp_path):
     from wsod.stages.strong import run
 
@@ -144,6 +145,7 @@ def test_train_resume_and_detect(voc3, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_fully_supervised_reference_is_labelled(voc3, tmp_path):
     from wsod.stages.strong import run
 
@@ -165,6 +167,7 @@ def test_fully_supervised_reference_is_labelled(voc3, tmp_path):
     contracts.load_detections(work / "fsd_train_dets.json", contracts.load_split(voc3["split"]))
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(voc3, tmp_path, monkeypatch):
     from mmdet.models.detectors.two_stage import TwoStageDetector
 
@@ -189,6 +192,29 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(voc3, tmp_path, mo
     assert "iteration 2" in msg and "loss_cls=nan" in msg and "loss_bbox=" in msg
     assert "iter_1.pth" in msg and "lower the learning rate" in msg.lower()
     assert (work / "iter_1.pth").is_file() and not (work / "iter_2.pth").exists()
+
+
+def test_pseudo_labels_refuse_a_splits_ground_truth_by_content(voc3, tmp_path):
+    """``--pseudo-labels`` given the eval-only ``train_gt.json``, also renamed and with a score
+    on every box (so the pseudo-label contract's ``score`` check alone would pass): refused
+    before any training, naming the file and the two right inputs."""
+    from wsod.stages.strong import StrongStageError, run
+
+    real = read_json(voc3["real"])
+    scored = {**real, "annotations": [dict(a, score=1.0) for a in real["annotations"]]}
+    no_info = {k: v for k, v in scored.items() if k != "info"}
+    cases = {"as_written.json": real, "scored.json": scored, "scored_no_info.json": no_info}
+    for name, data in cases.items():
+        path = tmp_path / name
+        write_json(path, data)
+        with pytest.raises(StrongStageError, match="eval-only ground truth") as err:
+            run(DEMO_CONFIG, path, tmp_path / "w", cfg_options=FAST, max_iters=1)
+        assert str(path) in str(err.value) and "--fully-supervised-gt" in str(err.value)
+        assert "make denoise" in str(err.value)
+        assert not (tmp_path / "w").exists(), "refused before the work dir was made"
+    assert contracts.ground_truth_marks(read_json(voc3["pseudo"])) == []
+    assert len(contracts.ground_truth_marks(scored)) == 2
+    assert len(contracts.ground_truth_marks(no_info)) == 1
 
 
 def test_missing_data_root_and_class_mismatch_are_explained(voc3, tmp_path):

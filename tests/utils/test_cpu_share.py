@@ -21,6 +21,7 @@ def _dead_pid() -> int:
         capture_output=True,
         text=True,
         check=True,
+        timeout=60,
     )
     return int(done.stdout)
 

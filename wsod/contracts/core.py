@@ -260,6 +260,20 @@ def make_detections(
 
 
 # --------------------------------------------------------------------------- pseudo labels
+def ground_truth_marks(data: Mapping) -> list[str]:
+    """What marks a COCO instances file as a split's eval-only ground truth, by its content (not
+    its name): ``info.eval_only`` (the data stage writes it into every ``<split>_gt.json``) or a
+    ``difficult`` flag on every box (a field of ground truth that de-noised pseudo labels never
+    carry; it survives copying the file or adding scores to it). Empty: no mark found."""
+    marks = []
+    if isinstance(data.get("info"), Mapping) and data["info"].get("eval_only"):
+        marks.append("info.eval_only is true")
+    anns = data.get("annotations") or []
+    if anns and all(isinstance(a, Mapping) and "difficult" in a for a in anns):
+        marks.append("every box has the ground-truth field 'difficult'")
+    return marks
+
+
 def validate_pseudo_labels(pl: Any, where: str = "pseudo labels") -> dict:
     """Pseudo labels are a COCO instances file whose annotations also carry ``score``."""
     validate_gt(pl, where)

@@ -9,7 +9,7 @@ against that split's image ids and class names and written as a COCO results jso
   ``category`` gives the class name). Boxes ``x, y, w, h`` are taken as is.
 * ``voc_txt``: VOC devkit result files ``comp4_det_<split>_<class>.txt`` (a folder holding them
   or a glob), one line per box ``<image id> <score> <x1> <y1> <x2> <y2>``, VOC's 1-based
-  inclusive corners -> ``x1 - 1, y1 - 1, x2, y2`` (as ``wsod.datasets.voc`` converts boxes).
+  inclusive corners -> ``x1 - 1, y1 - 1, x2, y2`` (as the data stage's VOC loader converts boxes).
   The class is the longest class name that ends the file stem after ``_``.
 * ``pkl``: ``detections.pkl`` of PCL / OICR-pytorch (py-faster-rcnn's ``all_boxes``):
   ``all_boxes[class][image]`` = (N, 5) ``x1, y1, x2, y2, score`` with 0-based *inclusive*

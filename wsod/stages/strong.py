@@ -268,7 +268,15 @@ def _training_boxes(
                 "pipeline or run make with FSD=0"
             )
     else:
-        data = contracts.load_pseudo_labels(train_file)
+        data = read_json(train_file)
+        marks = contracts.ground_truth_marks(data) if isinstance(data, Mapping) else []
+        if marks:
+            raise StrongStageError(
+                f"{train_file}: this is a split's eval-only ground truth ({'; '.join(marks)}), "
+                "not pseudo labels; train on the de-noise stage's output (make denoise), or give "
+                "real boxes as the labelled reference with --fully-supervised-gt (make fsd)"
+            )
+        data = contracts.validate_pseudo_labels(data, where=str(train_file))
     classes = _check_categories(data["categories"], str(train_file))
     try:
         root = train_data_root(data, train_file, data_root).resolve()

@@ -296,3 +296,15 @@ def add_cpu_share_hook(cfg: Any) -> None:
     if cpu_share.jobs_dir() is None or any(h.get("type") == "WSODCPUShareHook" for h in hooks):
         return
     cfg.custom_hooks = [*hooks, {"type": "WSODCPUShareHook"}]
+
+
+def add_rng_state_hook(cfg: Any) -> None:
+    """Add ``WSODRNGStateHook`` to ``cfg.custom_hooks`` (a resumed run then draws the random
+    numbers the interrupted one would have: :mod:`wsod.models.rng_state_hook`); changes ``cfg``
+    in place. Called on a training Runner's config, after the run's fingerprint was taken. The
+    type is scoped (``mmdet.``): it resolves whatever the config's ``default_scope``."""
+    import wsod.models.rng_state_hook  # noqa: F401  (registers the hook)
+
+    hooks = list(cfg.get("custom_hooks") or [])
+    if not any(str(h.get("type")).endswith("WSODRNGStateHook") for h in hooks):
+        cfg.custom_hooks = [*hooks, {"type": "mmdet.WSODRNGStateHook"}]

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wsod.training.config import EVAL_KEYS, TEST_KEYS, TRAIN_KEYS, add_cpu_share_hook, without
+from wsod.training.config import (
+    EVAL_KEYS,
+    TEST_KEYS,
+    TRAIN_KEYS,
+    add_cpu_share_hook,
+    add_rng_state_hook,
+    without,
+)
 from wsod.training.dist import barrier, broadcast, fit_to_device, is_main
 from wsod.training.fingerprint import (
     checkpoint_iter,
@@ -115,6 +122,7 @@ def train(cfg: Any, name: str | None = None) -> int:
     from mmengine.runner import Runner
 
     _runner_config(cfg, name)
+    add_rng_state_hook(cfg)
     runner = Runner.from_cfg(cfg)
     runner.train()
     return int(runner.iter)

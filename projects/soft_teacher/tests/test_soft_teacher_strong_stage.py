@@ -81,6 +81,7 @@ def _cfg_options(options: dict) -> list[str]:
     return [f"{k}={v!r}".replace(" ", "") for k, v in options.items()]
 
 
+@pytest.mark.slow
 def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
     from wsod.cli import main
     from projects.soft_teacher import soft_teacher as semi
@@ -130,6 +131,7 @@ def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
     assert read_json(tmp_path / "predict" / "detections.json"), predicted
 
 
+@pytest.mark.slow
 def test_burn_in_skips_the_teacher_then_copies_the_student(voc4, tmp_path, monkeypatch):
     from projects.soft_teacher import soft_teacher as semi
     from wsod.stages.strong import run
@@ -158,6 +160,7 @@ def test_burn_in_skips_the_teacher_then_copies_the_student(voc4, tmp_path, monke
     assert "burn-in over at iteration 2" in log
 
 
+@pytest.mark.slow
 def test_resume_fingerprint_and_all_images_unlabelled(voc4, tmp_path):
     from wsod.stages.strong import run
 
