@@ -21,12 +21,27 @@ from collections.abc import Callable, Collection
 STAGES = (
     *("data", "proposals", "weak", "denoise", "strong", "rescore", "evaluate", "report"),
     "predict",  # the trained detector on new images (after the pipeline)
+    "compare",  # a run's metrics beside the published headline (reproducibility check)
 )
 
 
 def kwargs_of(args, *names: str) -> dict:
     """The named options that were given (not None), as keyword arguments for ``run``."""
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+@functools.cache
+def option_actions(
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+) -> dict[str, argparse.Action]:
+    """The argparse actions that ``add_arguments`` declares, by dest, in declaration order
+    (their ``type``, ``choices`` and ``nargs`` check a pipeline's values as the parser would)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    actions: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        actions.setdefault(action.dest, action)
+    return actions
 
 
 @functools.cache
@@ -40,6 +55,11 @@ def option_names(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tu
 def stage_options(stage: str) -> tuple[str, ...]:
     """The option dests of ``wsod <stage>`` (the keys its pipeline section may hold)."""
     return option_names(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
+
+
+def stage_actions(stage: str) -> dict[str, argparse.Action]:
+    """The argparse actions of ``wsod <stage>`` by dest (see :func:`option_actions`)."""
+    return option_actions(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
 
 
 def run_kwargs(

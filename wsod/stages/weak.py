@@ -93,12 +93,29 @@ def _set_dataset(
         raise WeakStageError(
             f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
         )
+    _refuse_pickle(proposals, allow_pickle)
     ds_cfg.ann_file = str(Path(split_path).resolve())
     ds_cfg.data_root = str(_data_root(split, split_path))
     ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
     if allow_pickle:
         ds_cfg.allow_pickle = True
+
+
+def _refuse_pickle(proposals: str | os.PathLike | None, allow_pickle: bool) -> None:
+    """Refuse, before anything is written, a proposal ``.pkl`` that has no safe ``.npz`` twin
+    without the user's ``--allow-pickle`` (the dataset would refuse it only once the runner
+    builds it, after the work dir was made)."""
+    from wsod.proposals.store import npz_twin
+
+    if proposals is None or allow_pickle or Path(proposals).suffix != ".pkl":
+        return
+    if not npz_twin(proposals).is_file():
+        raise WeakStageError(
+            f"{proposals}: a pickle without its .npz twin; unpickling runs code in the file: "
+            "give --allow-pickle for a trusted file, or rerun `wsod proposals` (it writes the "
+            "twin)"
+        )
 
 
 def trains_on_proposals(cfg: Any) -> bool:
@@ -127,6 +144,7 @@ def run(
     drop_unmatched: bool = False,
     min_coverage: float | None = None,
     launcher: str = "none",
+    affinity_start_iter: int | None = None,
 ) -> dict:
     """Train a weak detector and detect with it, or import foreign detections.
 
@@ -142,6 +160,9 @@ def run(
         cfg_options, resume, seed, max_iters, launcher: the training flow's options
             (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
             resume the same run only, mmengine seed, schedule length, mmengine launcher.
+        affinity_start_iter: first iteration of a two-phase black box's affinity phase (the
+            config's ``WSODAffinityPhaseHook``, found by type); refused for a config without
+            one. A schedule that ends before the phase is refused before anything is written.
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
             import mode (:func:`wsod.weak.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
@@ -168,6 +189,8 @@ def run(
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
     cfg = _prepare(config, cfg_options, work_dir, seed, launcher, classes)
+    if affinity_start_iter is not None:
+        _set_phase_start(cfg, affinity_start_iter, config)
     meta = {"stage": "weak", "seed": seed, "started": started}
     if train is not None:
         training = (train_split, train, train_proposals, allow_pickle)
@@ -205,6 +228,15 @@ def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, clas
     )
 
 
+def _set_phase_start(cfg, start_iter: int, config) -> None:
+    from wsod.models.affinity_phase_hook import set_phase_start
+
+    try:
+        set_phase_start(cfg, start_iter, config)
+    except ValueError as e:
+        raise WeakStageError(str(e)) from None
+
+
 def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[str] | None]:
     """The training split, the inference splits and their (common) classes."""
     train = contracts.load_split(train_split) if train_split is not None else None
@@ -235,6 +267,10 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.Tr
     _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle)
     if max_iters is not None:
         tr.set_max_iters(cfg, max_iters, error=WeakStageError)
+    from wsod.models.affinity_phase_hook import schedule_error
+
+    if (why := schedule_error(cfg)) is not None:
+        raise WeakStageError(f"{config}: {why}")
     seed_file = cfg.train_dataloader.dataset.get("seed_file")
     if seed_file and not Path(seed_file).is_file():
         raise WeakStageError(
