@@ -4,7 +4,11 @@ Stages (each `wsod.stages.<name>.run`, a `wsod <name>` subcommand and a Make rul
 data -> proposals -> weak -> denoise -> strong -> evaluate -> report.
 """
 
+from wsod.utils.quiet import filter_warnings
+
 __version__ = "0.1.0"
+
+filter_warnings()  # known-harmless library warnings, before mmengine is imported (see there)
 
 VOC_CLASSES = (
     "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
