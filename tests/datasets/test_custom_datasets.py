@@ -219,14 +219,14 @@ def test_rare_genuine_classes_do_not_warn(images: Path, tmp_path: Path) -> None:
     import warnings
 
     (images / "train.csv").write_text(
-        "pics/000012.jpg,car\npics/000017.jpg,horse;person\npics/000023.jpg,bicycle;cat\n"
-        "pics/000026.jpg,dog\n"
-    )
+        "pics/000012.jpg,car;chair\npics/000017.jpg,horse;person;chair\n"
+        "pics/000023.jpg,bicycle;cat;car;chair\npics/000026.jpg,dog\n"
+    )  # 'car' (2 images) beside 'chair' (3): two classes, as on VOC images
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # 'cat' / 'car' are two classes, not a typo
+        warnings.simplefilter("error")  # 'cat' / 'car' / 'chair' are classes, not typos
         summary = run(images, tmp_path / "out", format="csv", splits=["train"])
     assert set(summary["train"]["images_per_class"]) == {
-        "bicycle", "car", "cat", "dog", "horse", "person"
+        "bicycle", "car", "cat", "chair", "dog", "horse", "person"
     }  # fmt: skip
 
 

@@ -131,18 +131,23 @@ def check_case_duplicates(names: Sequence[str], where: str) -> None:
         )
 
 
-# difflib ratio above which a rarer class name reads as a typo of a more frequent one:
-# 'hrose' / 'horse' 0.8, 'persn' / 'person' 0.91; 'cat' / 'car' (two real classes) 0.67
-TYPO_CUTOFF = 0.75
+# difflib ratio from which a rare class name reads as a typo of a more frequent one:
+# 'hrose' / 'horse' 0.8, 'persn' / 'person' 0.91; two real classes 'car' / 'chair' 0.75,
+# 'cat' / 'car' 0.67
+TYPO_CUTOFF = 0.8
 
 
 def near_typos(counts: Counter) -> dict[str, str]:
     """``{name: the more frequent name it nearly spells}``: class names that read as typos of
-    another (difflib, :data:`TYPO_CUTOFF`), e.g. ``{'hrose': 'horse'}``. A rare name without
-    such a neighbour is a class like any other."""
+    another (difflib, :data:`TYPO_CUTOFF`), e.g. ``{'hrose': 'horse'}``, and are rare beside it
+    (on at most 2 images, or a third as many). A rare name without such a neighbour is a class
+    like any other."""
     out = {}
     for c in sorted(counts):
-        more = sorted(o for o in counts if counts[o] > counts[c])
+        # a typo is rare: on at most 2 images, or a third of the name it misspells
+        more = sorted(
+            o for o in counts if counts[o] > counts[c] and 3 * counts[c] <= max(counts[o], 6)
+        )
         match = difflib.get_close_matches(c, more, n=1, cutoff=TYPO_CUTOFF)
         if match:
             out[c] = match[0]

@@ -160,9 +160,7 @@ def run(
         cfg_options, resume, seed, max_iters, launcher: the training flow's options
             (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
             resume the same run only, mmengine seed, schedule length, mmengine launcher.
-        affinity_start_iter: first iteration of a two-phase black box's affinity phase (the
-            config's ``WSODAffinityPhaseHook``, found by type); refused for a config without
-            one. A schedule that ends before the phase is refused before anything is written.
+        affinity_start_iter: the affinity phase's first iteration (see :func:`_prepare`).
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
             import mode (:func:`wsod.weak.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
@@ -188,9 +186,7 @@ def run(
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
-    cfg = _prepare(config, cfg_options, work_dir, seed, launcher, classes)
-    if affinity_start_iter is not None:
-        _set_phase_start(cfg, affinity_start_iter, config)
+    cfg = _prepare(config, cfg_options, (work_dir, seed, launcher), classes, affinity_start_iter)
     meta = {"stage": "weak", "seed": seed, "started": started}
     if train is not None:
         training = (train_split, train, train_proposals, allow_pickle)
@@ -202,21 +198,24 @@ def run(
         config_out, hint = work_dir / "weak_config.py", NO_CHECKPOINT_HINT
         ckpt = tr.detection_checkpoint(cfg, work_dir, config_out, error=WeakStageError, hint=hint)
         iterations = resumed_from = None
-    outputs = {}
-    for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
-        outputs[str(out_path)] = _infer(
-            cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle
-        )
+    outputs = {
+        str(out_path): _infer(cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle)
+        for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True)
+    }
     summary = {"work_dir": str(work_dir), "checkpoint": ckpt}
     summary.update(config=str(work_dir / "weak_config.py"), iterations=iterations)
     return {**summary, "resumed_from": resumed_from, "outputs": outputs}
 
 
-def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, classes):
-    """Step 1 of the flow, with the weak dataset and transforms registered."""
+def _prepare(config, cfg_options, runtime: tuple, classes, affinity_start_iter=None):
+    """Step 1 of the flow (``runtime = (work_dir, seed, launcher)``), with the weak dataset and
+    transforms registered; ``affinity_start_iter`` sets the start of a two-phase black box's
+    affinity phase (refused for a config without one; a schedule that ends before it is refused
+    in :func:`_train_job`, before anything is written)."""
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
 
-    return tr.prepare_config(
+    work_dir, seed, launcher = runtime
+    cfg = tr.prepare_config(
         config,
         cfg_options,
         work_dir=work_dir,
@@ -226,6 +225,9 @@ def _prepare(config, cfg_options, work_dir: Path, seed: int, launcher: str, clas
         error=WeakStageError,
         hint=CONFIG_HINT,
     )
+    if affinity_start_iter is not None:
+        _set_phase_start(cfg, affinity_start_iter, config)
+    return cfg
 
 
 def _set_phase_start(cfg, start_iter: int, config) -> None:
