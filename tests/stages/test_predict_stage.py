@@ -302,6 +302,9 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
     assert seen["proposals"] == {"method": "selective_search", "max_boxes": 7}
     assert main([*base, "--pipeline", str(pipe), "--no-rescore"]) == 0
     assert seen["rescore"] is None
+    # the pipeline's spelling of the detections mode (rescore_by_black_box = 1) works here too
+    assert main([*base, "--rescore", "1", "--weak-dir", "wd", "--weak-config", "w.py"]) == 0
+    assert seen["rescore"] == "detections"
     assert main([*base, "--pipeline", str(pipe)]) == 1  # rescoring without the black box
     assert "--weak-dir" in capsys.readouterr().err
     assert [rescore_mode(v) for v in (0, 1, "image", None, True)] == [
