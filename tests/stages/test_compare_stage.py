@@ -69,3 +69,17 @@ def test_missing_or_unrelated_reference_is_an_error(evaluated, tmp_path):
     notes.write_text("# notes\n")
     with pytest.raises(CompareError, match="no headline table"):
         run(evaluated["metrics"], against=notes)
+
+
+def test_make_check_compares_the_run_with_the_headline(tmp_path):
+    import subprocess
+
+    run_dir = tmp_path / "run"
+    out = subprocess.run(
+        ["make", "-n", "check", "PIPELINE=pipelines/voc07_cpu.py", f"RUN={run_dir}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"-m wsod compare --metrics {run_dir}/eval/metrics.json --against docs/results.md" in out
