@@ -5,6 +5,8 @@
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 #   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images   (your images + CSV tags)
 #   make -j2 all ...            the same, independent stages at once (they share the cores)
+#   make all ... QUICK=1        a quick look: every stage on 24 images a split, 10 training steps
+#   make check ...              the run's mAP beside docs/results.md's headline, with the seed spread
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
 # interruption. Recipes echo what they run.
