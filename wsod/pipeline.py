@@ -36,9 +36,10 @@ import os
 from pathlib import Path
 
 # what a pipeline holds beside its stage sections (one dict of `wsod <stage>` options each):
-# run_name (read by nothing: the run folder is named after the file; accepted when it equals the
-# file's name, refused otherwise by check_values), the fully supervised reference (fsd = 0/1) and its config (default: strong's),
-# self-training rounds, and rescore_by_black_box (0, 1 or 'image')
+# run_name (read by nothing: the run folder is named after the file; accepted when it equals
+# the file's name, refused otherwise by check_values), the fully supervised reference (fsd =
+# 0/1) and its config (default: strong's), self-training rounds, and rescore_by_black_box (0, 1
+# or 'image')
 VALUES = ("run_name", "fsd", "fsd_config", "rounds", "rescore_by_black_box")
 MAX_ROUNDS = 9  # the Makefile's round ids are 1..9
 
@@ -86,10 +87,10 @@ def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
 # ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
 RANGES = {
     **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
-    **dict.fromkeys(("resize",), (1, None)),
+    "resize": (1, None),
     **dict.fromkeys(("affinity_start_iter", "seed", "min_size"), (0, None)),
     **dict.fromkeys(("iou_thr", "draw_thr", "min_coverage"), (0, 1)),
-    **dict.fromkeys(("beyond",), (0, None)),
+    "beyond": (0, None),
 }
 
 
