@@ -27,12 +27,14 @@ def test_a_runner_logger_built_quietly_keeps_harmless_records_in_its_file_only(
     print_log("backbone.conv_stem.weight is skipped since its requires_grad=False",
               logger="current", level=30)  # fmt: skip
     logger.info("Config:\nmodel = dict(type='X')")
+    logger.info("Hooks will be executed in the following order:\nbefore_run:\n(VERY_HIGH) X")
     logger.info("Iter(train) [10/10]  lr: 1.0e-02  loss: 0.5")
     for handler in logger.handlers:
         handler.flush()
     shown = console.getvalue()
     assert "Iter(train) [10/10]" in shown
     assert "requires_grad=False" not in shown and "Config:" not in shown
+    assert "Hooks will be executed" not in shown
     kept = log_file.read_text()
     assert "requires_grad=False" in kept and "Config:" in kept and "Iter(train)" in kept
 

@@ -12,9 +12,9 @@ named here with why it is harmless; nothing else is hidden.
 - mmengine's ``<param> is skipped since its requires_grad=False`` (one WARNING per frozen
   parameter, 99 per CAM black box run): the optimizer constructor leaves out the parameters the
   config freezes (the trunk's first stages) on purpose.
-- mmengine's ``System environment`` block and ``Config:`` dump (INFO, ~250 lines per Runner):
-  the resolved config is saved beside the run (``weak_config.py``, ``strong_config.py``) and
-  both stay in the log file.
+- mmengine's ``System environment`` block, ``Config:`` dump and ``Hooks will be executed in
+  the following order`` list (INFO, ~350 lines per Runner): the resolved config is saved beside
+  the run (``weak_config.py``, ``strong_config.py``) and all three stay in the log file.
 - mmengine's ``"FileClient" will be deprecated`` and ``"HardDiskBackend" is the alias of
   "LocalBackend"`` (WARNING): its own checkpoint code uses the old names internally.
 """
@@ -33,6 +33,7 @@ HARMLESS_LOG_LINES = (
     "is skipped since its requires_grad=False",
     "\nSystem environment:",
     " - INFO - Config:\n",
+    " - INFO - Hooks will be executed in the following order:",
     '"FileClient" will be deprecated in future',
     '"HardDiskBackend" is the alias of "LocalBackend"',
 )
