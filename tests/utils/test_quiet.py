@@ -26,6 +26,7 @@ def test_a_runner_logger_built_quietly_keeps_harmless_records_in_its_file_only(
     # after the block, as during runner.train(): the optimizer constructor's warning
     print_log("backbone.conv_stem.weight is skipped since its requires_grad=False",
               logger="current", level=30)  # fmt: skip
+    logger.info("paramwise_options -- backbone.blocks.5.0.conv_pw.weight:lr=0.001")
     logger.info("Config:\nmodel = dict(type='X')")
     logger.info("Hooks will be executed in the following order:\nbefore_run:\n(VERY_HIGH) X")
     logger.info("Iter(train) [10/10]  lr: 1.0e-02  loss: 0.5")
@@ -34,7 +35,7 @@ def test_a_runner_logger_built_quietly_keeps_harmless_records_in_its_file_only(
     shown = console.getvalue()
     assert "Iter(train) [10/10]" in shown
     assert "requires_grad=False" not in shown and "Config:" not in shown
-    assert "Hooks will be executed" not in shown
+    assert "Hooks will be executed" not in shown and "paramwise_options" not in shown
     kept = log_file.read_text()
     assert "requires_grad=False" in kept and "Config:" in kept and "Iter(train)" in kept
 

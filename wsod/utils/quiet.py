@@ -11,7 +11,9 @@ named here with why it is harmless; nothing else is hidden.
   installed versions. Nothing for a user to do; the pinned stack works as is.
 - mmengine's ``<param> is skipped since its requires_grad=False`` (one WARNING per frozen
   parameter, 99 per CAM black box run): the optimizer constructor leaves out the parameters the
-  config freezes (the trunk's first stages) on purpose.
+  config freezes (the trunk's first stages) on purpose; and its ``paramwise_options -- <param>:
+  lr=...`` (three INFO lines per parameter with its own lr or decay, ~200 per CAM run): the
+  config's ``paramwise_cfg`` applied as written.
 - mmengine's ``System environment`` block, ``Config:`` dump and ``Hooks will be executed in
   the following order`` list (INFO, ~350 lines per Runner): the resolved config is saved beside
   the run (``weak_config.py``, ``strong_config.py``) and all three stay in the log file.
@@ -31,6 +33,7 @@ HARMLESS_WARNINGS = ((UserWarning, r"pkg_resources is deprecated as an API"),)
 
 HARMLESS_LOG_LINES = (
     "is skipped since its requires_grad=False",
+    " - INFO - paramwise_options -- ",
     "\nSystem environment:",
     " - INFO - Config:\n",
     " - INFO - Hooks will be executed in the following order:",
