@@ -303,7 +303,7 @@ clean:  ## remove work_dirs (all pipeline outputs)
 # by the black box (the weak work dir) when the pipeline's rescore_by_black_box says so:
 #   make predict PIPELINE=pipelines/voc07_cpu.py IMAGES='my_photos/ more/*.jpg list.txt'
 # IMAGES: image files, folders, globs or list files; PREDICT_OUT: images.json, detections.json,
-# vis/. It never trains: a missing detector is an error naming the target to run (make strong).
+# vis/. It never trains: a missing detector is an error naming the target to run (make all).
 IMAGES ?=
 PREDICT_OUT ?= $(RUN)/predict
 .PHONY: predict
