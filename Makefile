@@ -6,6 +6,8 @@
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 #   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images   (your images + CSV tags)
 #   make -j2 all ...            the same, independent stages at once (they share the cores)
+#   make all ... QUICK=1        a quick look: every stage on 24 images a split, 10 training steps
+#   make check ...              the run's mAP beside docs/results.md's headline, with the seed spread
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
 # interruption. Recipes echo what they run.
@@ -19,7 +21,14 @@ PY := $(VENV)/bin/python
 WSOD := $(PY) -m wsod
 WSOD_CACHE ?= $(HOME)/.cache/wsod
 PIPELINE ?= pipelines/demo.py
-RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))
+# QUICK=1: a quick look at the whole pipeline on your data before committing hours to it: every
+# stage on the first 24 images of each split, every training 10 iterations (the black box's
+# affinity phase the last 2), 200 proposals per image, in its own run folder (<name>_quick).
+# `python -m wsod.pipeline --quick` writes that pipeline ($(RUN)/.pipeline/quick.py; it inherits
+# PIPELINE) and the stages read it.
+QUICK ?=
+QUICK_ON := $(filter 1 yes true True,$(QUICK))
+RUN ?= work_dirs/$(basename $(notdir $(PIPELINE)))$(if $(QUICK_ON),_quick)
 # Dataset folder; empty = the pipeline's data.source.
 DATA_ROOT ?=
 # The pipeline's values as make variables (PIPE_*, booleans 0/1): `python -m wsod.pipeline`
@@ -31,17 +40,23 @@ DATA_ROOT ?=
 # pipeline (help, setup, test, ...) and a checkout without `make setup` do not read it.
 STAMPS := $(RUN)/.pipeline
 VARS_MK := $(STAMPS)/vars.mk
+# the pipeline file the stages read: PIPELINE, or its quick look under QUICK=1
+STAGE_PIPELINE := $(if $(QUICK_ON),$(STAMPS)/quick.py,$(PIPELINE))
+PIPELINE_ARGS := $(PIPELINE) $(if $(QUICK_ON),--quick $(STAGE_PIPELINE))
 NO_PIPELINE_GOALS := help setup browser test test-fast lint format bench voc07 clean demo
 ifneq ($(wildcard $(VENV)/.installed),)
 ifneq ($(filter-out $(NO_PIPELINE_GOALS),$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),)
 include $(VARS_MK)
 endif
 endif
+# --check: every value of the pipeline is checked here, before any stage runs (option types and
+# ranges, configs exist and load, cfg_options keys exist, registered types, de-noise strategies,
+# the black box's phases against its schedule), so a typo stops `make all` in seconds.
 $(VARS_MK): $(PIPELINE) $(PIPE_SOURCES) $(if $(filter-out $(PIPELINE),$(PIPE_FILE)),FORCE)
-	$(PY) -m wsod.pipeline $(PIPELINE) --stamps $(STAMPS) --vars-mk $@
+	$(PY) -m wsod.pipeline $(PIPELINE_ARGS) --check --stamps $(STAMPS) --vars-mk $@
 # a stamp deleted by hand comes back (the same call rewrites only missing or changed stamps)
 $(STAMPS)/%.json:
-	$(PY) -m wsod.pipeline $(PIPELINE) --stamps $(STAMPS)
+	$(PY) -m wsod.pipeline $(PIPELINE_ARGS) --stamps $(STAMPS)
 FORCE:
 
 WEAK_CONFIG := $(PIPE_WEAK_CONFIG)
@@ -82,11 +97,19 @@ EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup browser test test-fast lint format bench demo all data proposals weak denoise strong fsd \
-        rescore evaluate report ablate voc07 clean rounds FORCE
+        rescore evaluate report ablate voc07 clean rounds check FORCE
 
 help:  ## list the targets
-	@echo "wsod — weakly supervised object detection. Usage: make <target> [PIPELINE=...] [RUN=...]"
-	@echo "PIPELINE=$(PIPELINE)  RUN=$(RUN)"
+	@echo "wsod — weakly supervised object detection. Usage: make <target> [VARIABLE=value ...]"
+	@echo "variables:"
+	@echo "  PIPELINE=file    the experiment (pipelines/*.py) [$(PIPELINE)]"
+	@echo "  DATA_ROOT=dir    the dataset folder [the pipeline's data.source]"
+	@echo "  RUN=dir          where the run's files go [$(RUN)]"
+	@echo "  QUICK=1          quick look: 24 images per split, 10 training steps, own run folder (<name>_quick)"
+	@echo "  FSD=0|1          also train the fully supervised reference on the real boxes [the pipeline's fsd]"
+	@echo "  ROUNDS=N         self-training rounds after the first strong detector [the pipeline's rounds]"
+	@echo "  IMAGES='...'     make predict: image files, folders, globs or list files"
+	@echo "targets:"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---------------------------------------------------------------------------- set-up
@@ -166,31 +189,31 @@ all: $(REPORT)/report.md  ## every stage of PIPELINE, in DAG order
 
 data: $(DATA)/train.json $(DATA)/val.json  ## weak-label splits (+ eval-only *_gt.json)
 $(DATA)/train.json $(DATA)/val.json $(DATA)/train_gt.json $(DATA)/val_gt.json &: $(STAMPS)/data.json
-	$(WSOD) data --pipeline $(PIPELINE) --out-dir $(DATA) $(if $(DATA_ROOT),--source $(DATA_ROOT))
+	$(WSOD) data --pipeline $(STAGE_PIPELINE) --out-dir $(DATA) $(if $(DATA_ROOT),--source $(DATA_ROOT))
 
 proposals: $(PROPS)/train.pkl $(PROPS)/val.pkl  ## region proposals per split
 $(PROPS)/%.pkl: $(DATA)/%.json $(STAMPS)/proposals.json
-	$(WSOD) proposals --pipeline $(PIPELINE) --split $< --out $@
+	$(WSOD) proposals --pipeline $(STAGE_PIPELINE) --split $< --out $@
 
 # Training and detection are two rules: a weak config that trains on whole images (the CAM:
 # train_reads_proposals = False) trains while the proposals are computed (`make -j2`).
 WEAK_TRAIN_PROPS := $(if $(filter 0,$(PIPE_WEAK_TRAIN_READS_PROPOSALS)),,$(PROPS)/train.pkl)
 weak: $(WEAK)/train_dets.json $(WEAK)/val_dets.json  ## train the black box, detect on train + val
 $(WEAK)/weak_model.json: $(DATA)/train.json $(WEAK_TRAIN_PROPS) $(WEAK_CONFIG) $(STAMPS)/weak.json
-	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) --no-infer \
+	$(WSOD) weak --pipeline $(STAGE_PIPELINE) --work-dir $(WEAK) --no-infer \
 	    --train-split $(DATA)/train.json $(if $(WEAK_TRAIN_PROPS),--train-proposals $(WEAK_TRAIN_PROPS))
 $(WEAK)/train_dets.json $(WEAK)/val_dets.json &: $(WEAK)/weak_model.json $(DATA)/train.json \
 		$(DATA)/val.json $(PROPS)/train.pkl $(PROPS)/val.pkl
-	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
+	$(WSOD) weak --pipeline $(STAGE_PIPELINE) --work-dir $(WEAK) \
 	    --infer $(DATA)/train.json:$(PROPS)/train.pkl:$(WEAK)/train_dets.json \
 	    --infer $(DATA)/val.json:$(PROPS)/val.pkl:$(WEAK)/val_dets.json
 
 denoise: $(DENOISE)/pseudo_train.json  ## black-box boxes -> pseudo-strong labels
 $(DENOISE)/pseudo_train.json: $(WEAK)/train_dets.json $(DATA)/train.json $(STAMPS)/denoise.json
-	$(WSOD) denoise --pipeline $(PIPELINE) --detections $< --split $(DATA)/train.json --out $@
+	$(WSOD) denoise --pipeline $(STAGE_PIPELINE) --detections $< --split $(DATA)/train.json --out $@
 
 ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: reads train_gt.json)
-	$(WSOD) denoise --pipeline $(PIPELINE) --detections $(WEAK)/train_dets.json \
+	$(WSOD) denoise --pipeline $(STAGE_PIPELINE) --detections $(WEAK)/train_dets.json \
 	    --split $(DATA)/train.json --out $(DENOISE)/ablation/pseudo_train.json \
 	    --quality-gt $(DATA)/train_gt.json --ablate
 
@@ -201,7 +224,7 @@ INIT_ARG := $(if $(INIT_BACKBONE),--init-backbone $(INIT_BACKBONE) )
 strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
 $(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json \
 		$(INIT_BACKBONE)
-	$(WSOD) strong --pipeline $(PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
+	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
 	    $(INIT_ARG)--infer $(DATA)/val.json:$@
 
 fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
@@ -212,7 +235,7 @@ fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL
 FSD_AFTER := $(if $(filter all evaluate report,$(MAKECMDGOALS)),$(WEAK)/weak_model.json)
 $(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(FSD_CONFIG) $(STAMPS)/strong.json \
 		$(STAMPS)/fsd_config.json $(INIT_BACKBONE) | $(FSD_AFTER)
-	$(WSOD) strong --pipeline $(PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
+	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
 	    --config $(FSD_CONFIG) $(INIT_ARG)--infer $(DATA)/val.json:$@
 
 # Round r (1..ROUNDS) lives in $(RUN)/round<r>/: train_dets.json (the previous strong detector on
@@ -222,12 +245,12 @@ strong_dir = $(if $(filter 0,$(1)),$(STRONG),$(RUN)/round$(1)/strong)
 pseudo_of = $(if $(filter 0,$(1)),$(DENOISE)/pseudo_train.json,$(RUN)/round$(1)/pseudo_train.json)
 define ROUND_RULES
 $(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json
-	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
+	$$(WSOD) strong --pipeline $$(STAGE_PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
 	    --work-dir $(call strong_dir,$(2)) $$(INIT_ARG)--infer $$(DATA)/train.json:$$@
 $(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(STAMPS)/denoise.json
-	$$(WSOD) denoise --pipeline $$(PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
+	$$(WSOD) denoise --pipeline $$(STAGE_PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
 $(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(STAMPS)/strong.json
-	$$(WSOD) strong --pipeline $$(PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
+	$$(WSOD) strong --pipeline $$(STAGE_PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
 	    $$(INIT_ARG)--infer $$(DATA)/val.json:$$@
 endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
@@ -249,7 +272,7 @@ $(PROPS)/val_whole.pkl: $(DATA)/val.json
 	$(WSOD) proposals --split $< --out $@ --method whole_image
 $(WEAK)/val_image_scores.json: $(WEAK)/weak_model.json $(PROPS)/val_whole.pkl $(DATA)/val.json \
 		| $(DENOISE)/pseudo_train.json
-	$(WSOD) weak --pipeline $(PIPELINE) --work-dir $(WEAK) \
+	$(WSOD) weak --pipeline $(STAGE_PIPELINE) --work-dir $(WEAK) \
 	    --cfg-options $(PIPE_IMAGE_SCORES_CFG_OPTIONS) \
 	    --infer $(DATA)/val.json:$(PROPS)/val_whole.pkl:$@
 RESCORED_DETS := $(if $(RESCORE_ON), \
@@ -283,6 +306,12 @@ $(REPORT)/report.md: $(EVAL)/metrics.json
 	$(WSOD) report --metrics $< --out-dir $(REPORT) --gt $(DATA)/val_gt.json \
 	    --detections $(EVAL_DETS) --pseudo-labels $(DENOISE)/pseudo_train.json
 
+# Reproducibility: the run's val mAP beside docs/results.md's headline (AGAINST= another run's
+# metrics.json), with the measured run-to-run spread; says which differences are beyond it.
+AGAINST ?= docs/results.md
+check: $(EVAL)/metrics.json  ## the run's mAP beside the published headline (AGAINST=), with the seed spread
+	$(WSOD) compare --metrics $< --against $(AGAINST)
+
 clean:  ## remove work_dirs (all pipeline outputs)
 	rm -rf work_dirs
 
@@ -291,11 +320,11 @@ clean:  ## remove work_dirs (all pipeline outputs)
 # by the black box (the weak work dir) when the pipeline's rescore_by_black_box says so:
 #   make predict PIPELINE=pipelines/voc07_cpu.py IMAGES='my_photos/ more/*.jpg list.txt'
 # IMAGES: image files, folders, globs or list files; PREDICT_OUT: images.json, detections.json,
-# vis/. It never trains: a missing detector is an error naming the target to run (make strong).
+# vis/. It never trains: a missing detector is an error naming the target to run (make all).
 IMAGES ?=
 PREDICT_OUT ?= $(RUN)/predict
 .PHONY: predict
 predict:  ## the final detector on new images: IMAGES='folder/ glob list.txt' [PREDICT_OUT=dir]
 	@test -n "$(IMAGES)" || { echo "make predict: give IMAGES='folder/ glob list.txt'"; exit 2; }
-	$(WSOD) predict --pipeline $(PIPELINE) --strong-dir $(STRONG) --weak-dir $(WEAK) \
+	$(WSOD) predict --pipeline $(STAGE_PIPELINE) --strong-dir $(STRONG) --weak-dir $(WEAK) \
 	    --images $(IMAGES) --out-dir $(PREDICT_OUT)

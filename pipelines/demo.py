@@ -1,6 +1,5 @@
 # The embedded default pipeline: the synthetic demo dataset (generated under data/demo), end to end
 # on a CPU in minutes. `make demo` runs it; every value below is an option of `wsod <stage>`.
-run_name = 'demo'
 fsd = 0  # 1: also train the fully supervised reference (make FSD=1)
 rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=N)
 

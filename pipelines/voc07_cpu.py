@@ -1,7 +1,6 @@
 # PASCAL VOC 2007 on a 2-core CPU: image-level labels of train (2,500 images) for every training
 # stage; val (1,253 images) for every mAP; train for CorLoc and pseudo-label quality.
 #   make all PIPELINE=pipelines/voc07_cpu.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
-run_name = 'voc07_cpu'
 fsd = 1  # also train the fully supervised reference (same strong config on the real boxes)
 rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=N)
 # also score strong and fsd with each detection's score x the CAM black box's probability of

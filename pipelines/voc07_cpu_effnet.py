@@ -6,6 +6,5 @@
 #   make -j2 all PIPELINE=pipelines/voc07_cpu_effnet.py DATA_ROOT=../shared/data/VOCdevkit/VOC2007
 _base_ = ['./voc07_cpu.py']
 
-run_name = 'voc07_cpu_effnet'
 fsd = 0
 weak = dict(config='configs/cam/cam_efficientnet-lite0_4k_voc07-train_voc07-val.py', seed=0)

@@ -24,7 +24,7 @@ NUM_TRAIN, NUM_VAL = 24, 12
 TINY = f"""
 _base_ = ['{REPO}/pipelines/custom_example.py']
 proposals = dict(max_boxes=100, workers=1)
-weak = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r}, 'custom_hooks.1.start_iter': 1}})
+weak = dict(max_iters=2, affinity_start_iter=1, cfg_options={NO_WORKERS!r})
 strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
                                          'model.test_cfg.rcnn.score_thr': 0.0}})
 """

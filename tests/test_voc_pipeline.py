@@ -26,12 +26,12 @@ NO_WORKERS = {
     "test_dataloader.persistent_workers": False,
 }
 # the black box's two phases in 2 steps: the classifier at step 1, its affinity branch at step 2
-# (WSODAffinityPhaseHook, the second custom hook of the pipeline's weak config)
+# (weak.affinity_start_iter: the start of the WSODAffinityPhaseHook of the weak config)
 TINY = f"""
 _base_ = ['{REPO}/pipelines/voc07_cpu.py']
 data = dict(limit=6)
 proposals = dict(max_boxes=100, workers=1)
-weak = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r}, 'custom_hooks.1.start_iter': 1}})
+weak = dict(max_iters=2, affinity_start_iter=1, cfg_options={NO_WORKERS!r})
 strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
                                          'model.test_cfg.rcnn.score_thr': 0.0}})
 """

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from wsod.commands import STAGES
 
@@ -77,9 +80,27 @@ def apply_pipeline(args: argparse.Namespace) -> None:
             setattr(args, key, {**parse_cfg_options(value), **parse_cfg_options(given)})
 
 
+_PYTHON_FORMAT = warnings.formatwarning
+
+
+def one_line_warnings(command: str) -> None:
+    """Print wsod's own warnings (data checks, ...) as one line, ``wsod <command>: warning:
+    <message>``, without Python's file name, line number and source line; other packages'
+    warnings keep Python's format."""
+    package = str(Path(__file__).resolve().parent) + os.sep
+
+    def fmt(message, category, filename, lineno, line=None) -> str:
+        if str(Path(filename).resolve()).startswith(package):
+            return f"wsod {command}: warning: {message}\n"
+        return _PYTHON_FORMAT(message, category, filename, lineno, line)
+
+    warnings.formatwarning = fmt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    one_line_warnings(args.command)
     try:
         apply_pipeline(args)
         mod = importlib.import_module(f"wsod.commands.{args.command}")

@@ -148,7 +148,7 @@ def test_phase_hook_refuses_a_schedule_that_ends_before_the_branch_detection_wal
     hooks = [dict(type="CheckInvalidLossHook"), dict(type="WSODAffinityPhaseHook", start_iter=4)]
     logger = logging.getLogger("affinity-hook-test")
     runner = SimpleNamespace(model=model, max_iters=4, logger=logger, cfg=dict(custom_hooks=hooks))
-    with pytest.raises(ValueError, match=r"never trained.*custom_hooks\.1\.start_iter=3"):
+    with pytest.raises(ValueError, match=r"never trained.*--affinity-start-iter 3"):
         WSODAffinityPhaseHook(start_iter=4).before_train(runner)
     WSODAffinityPhaseHook(start_iter=3).before_train(runner)  # the branch gets the last step
     runner.model.roi_head = head(affinity=AFFINITY)  # raw CAM scores: the branch is optional

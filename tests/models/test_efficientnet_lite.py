@@ -216,7 +216,8 @@ def test_cam_lite0_config_trains_and_predicts_on_real_voc(voc_root, tmp_path):
 
 
 FRCNN_LITE0 = (
-    REPO / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    REPO
+    / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 
 

@@ -208,17 +208,42 @@ def test_collect_images_folder_glob_list(tmp_path):
         collect_images([f"{tmp_path}/*.gif"])
 
 
+def test_list_file_and_non_image_errors_name_the_file_and_the_line(tmp_path):
+    """Before: a list naming a missing image skipped it ("not a readable image") and exited 0,
+    a notes.txt was read as a list and the error named its text, a non-image file was decoded
+    and skipped; with no trained run the message said `make weak` / `make strong`."""
+    from wsod.stages.predict import PredictError, collect_images, find_strong_model
+
+    (tmp_path / "a.jpg").write_bytes(b"x")
+    listed = tmp_path / "list.txt"
+    listed.write_text("a.jpg\n# a comment\nmissing.jpg\n")
+    with pytest.raises(PredictError, match=r"list\.txt:3: missing\.jpg: no such image") as err:
+        collect_images([listed])
+    assert str(tmp_path) in str(err.value)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("Photos from the trip, to sort later.\nAsk Sam for the rest\n")
+    with pytest.raises(PredictError, match=r"notes\.txt: not a list of images") as err:
+        collect_images([tmp_path / "a.jpg", notes])
+    assert "Photos from" not in str(err.value)
+    doc = tmp_path / "readme.md"
+    doc.write_text("# images\n")
+    with pytest.raises(PredictError, match=r"readme\.md: neither an image .* nor a list file"):
+        collect_images([doc])
+    with pytest.raises(PredictError, match=r"no trained run here: .*`make all PIPELINE=\.\.\.`"):
+        find_strong_model(tmp_path / "work_dirs" / "mine" / "strong")
+
+
 @pytest.mark.slow  # trains a detector (the module's fixtures)
 def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_path):
     import shutil
 
     from wsod.stages.predict import PredictError, find_strong_model, run
 
-    with pytest.raises(PredictError, match=r"no such strong work dir.*make strong") as err:
+    with pytest.raises(PredictError, match=r"no such strong work dir.*make all PIPELINE=") as err:
         run(trained["files"], tmp_path / "o", strong_dir=tmp_path / "nowhere")
     assert str(tmp_path / "nowhere") in str(err.value)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(PredictError, match=r"strong_model.json: not found.*make strong"):
+    with pytest.raises(PredictError, match=r"strong_model.json: not found.*make all PIPELINE="):
         find_strong_model(tmp_path / "empty")
     moved = tmp_path / "moved"
     shutil.copytree(trained["work"], moved, ignore=shutil.ignore_patterns("2*", "stale"))
@@ -239,7 +264,9 @@ def test_missing_work_dir_or_checkpoint_names_path_and_make_target(trained, tmp_
     )
     record = read_json(moved / "strong_model.json")
     write_json(moved / "strong_model.json", {**record, "checkpoint": str(moved / "iter_9.pth")})
-    with pytest.raises(PredictError, match=r"iter_9.pth: the checkpoint named by .*make strong"):
+    with pytest.raises(
+        PredictError, match=r"iter_9.pth: the checkpoint named by .*make all PIPELINE="
+    ):
         find_strong_model(moved)
 
 
@@ -281,6 +308,9 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
     assert seen["proposals"] == {"method": "selective_search", "max_boxes": 7}
     assert main([*base, "--pipeline", str(pipe), "--no-rescore"]) == 0
     assert seen["rescore"] is None
+    # the pipeline's spelling of the detections mode (rescore_by_black_box = 1) works here too
+    assert main([*base, "--rescore", "1", "--weak-dir", "wd", "--weak-config", "w.py"]) == 0
+    assert seen["rescore"] == "detections"
     assert main([*base, "--pipeline", str(pipe)]) == 1  # rescoring without the black box
     assert "--weak-dir" in capsys.readouterr().err
     assert [rescore_mode(v) for v in ("off", "detections", "image", 0, 1, None, True)] == [

@@ -56,6 +56,12 @@ window.addEventListener("load", () => {
 """
 
 
+SKIPPED = (
+    "Skipped CorLoc and pseudo-label precision on train: it has no boxes; "
+    "`wsod data --boxes FILE` gives them for the images it covers."
+)
+
+
 def chromium() -> str:
     """The Chromium binary (``WSOD_CHROMIUM`` or ``chromium`` on PATH); missing = failure."""
     exe = shutil.which(os.environ.get("WSOD_CHROMIUM", "chromium"))
@@ -96,8 +102,12 @@ class _Page(HTMLParser):
         self.images = 0
         self.strong_cells: list[str] = []
         self.probe: dict[str, str] | None = None
+        self.codes: list[str] = []  # text of <code> elements
+        self.text: list[str] = []  # text outside <pre>, <style> and <script>
         self._cell: list[str] | None = None
         self._strong = False
+        self._code: list[str] | None = None
+        self._raw = 0  # inside <pre>, <style> or <script>
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -111,10 +121,19 @@ class _Page(HTMLParser):
             self._strong = True
         elif tag == "img":
             self.images += 1
+        elif tag == "code":
+            self._code = []
+        elif tag in ("pre", "style", "script"):
+            self._raw += 1
         elif tag == "div" and a.get("id") == "probe":
             self.probe = {k.removeprefix("data-"): v for k, v in attrs if k.startswith("data-")}
 
     def handle_endtag(self, tag):
+        if tag == "code" and self._code is not None:
+            self.codes.append("".join(self._code))
+            self._code = None
+        elif tag in ("pre", "style", "script"):
+            self._raw -= 1
         if tag in ("td", "th") and self._cell is not None:
             self.tables[-1][-1].append("".join(self._cell).strip())
             if self._strong:
@@ -124,6 +143,10 @@ class _Page(HTMLParser):
     def handle_data(self, data):
         if self._cell is not None:
             self._cell.append(data)
+        if self._code is not None:
+            self._code.append(data)
+        if not self._raw:
+            self.text.append(data)
 
 
 @pytest.fixture(scope="module")
@@ -145,9 +168,17 @@ def report(evaluated: dict, tmp_path_factory) -> dict:
             "optim_wrapper.optimizer.lr=0.02",
         ]
         side.write_text(json.dumps(meta))
-    out = tmp_path_factory.mktemp("browser") / "report"
+    # a "Skipped" line as evaluate writes them, with inline code (rendered as <code> in HTML)
+    metrics = json.loads(evaluated["metrics"].read_text())
+    metrics["skipped"] = [SKIPPED]
+    folder = tmp_path_factory.mktemp("browser")
+    metrics_file = folder / "metrics.json"
+    metrics_file.write_text(json.dumps(metrics))
+    sidecar = Path(str(evaluated["metrics"]) + ".meta.json")
+    shutil.copy(sidecar, folder / "metrics.json.meta.json")
+    out = folder / "report"
     res = run(
-        evaluated["metrics"],
+        metrics_file,
         out,
         gt=evaluated["gt"],
         pseudo_labels=evaluated["pseudo"],
@@ -197,6 +228,15 @@ def test_rendered_report_has_every_table_and_image_and_fits_the_page(report: dic
     assert json.loads(page.probe["overflow"]) == []
     # the long command lines are on the page in full
     assert any("voc07_cpu_a_long_run_name_without_spaces" in c for c in cells)
+    # the provenance table names the program `wsod`, as the run provenance does, not the
+    # interpreter's path to wsod/__main__.py
+    provenance = page.tables[-1]
+    commands = [row[provenance[0].index("command")] for row in provenance[1:]]
+    assert commands and all(c.startswith("wsod ") for c in commands if c), commands
+    assert not [c for c in cells if "__main__.py" in c]
+    # inline code of the "Skipped" boxes is rendered, not shown as backticks
+    assert "wsod data --boxes FILE" in page.codes
+    assert "`" not in "".join(page.text)
 
 
 @pytest.mark.slow

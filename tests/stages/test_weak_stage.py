@@ -209,6 +209,38 @@ def test_run_rejects_bad_inputs(voc_inputs, tmp_path):
     assert not (tmp_path / "seeded" / "weak_run.json").exists()
 
 
+def test_refusals_leave_no_work_dir_behind(voc_inputs, tmp_path):
+    """Before: the pickle refusal and the phase-schedule refusal came once the runner was built,
+    leaving weak_run.json, weak_config.py and a log folder behind. Now both are refused before
+    anything is written; the named phase option passes the same check."""
+    import shutil
+
+    from wsod.stages.weak import WeakStageError, run
+
+    split_path, pkl, _ = voc_inputs
+    bare = tmp_path / "bare.pkl"
+    shutil.copy(pkl, bare)  # a pickle without its .npz twin
+    work = tmp_path / "pickled"
+    with pytest.raises(WeakStageError, match=r"bare\.pkl: a pickle without its \.npz twin.*"
+                       r"--allow-pickle"):  # fmt: skip
+        run(CONFIG, work, train_split=split_path, train_proposals=bare, infer=[])
+    assert not work.exists()
+    cam = REPO / "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
+    work = tmp_path / "phase"
+    with pytest.raises(
+        WeakStageError, match=r"start_iter 4000 >= max_iters 10.*--affinity-start-iter 8"
+    ):
+        run(cam, work, train_split=split_path, max_iters=10, infer=[])
+    assert not work.exists()
+    with pytest.raises(WeakStageError, match=r"start_iter 10 >= max_iters 10"):
+        run(cam, work, train_split=split_path, max_iters=10, affinity_start_iter=10, infer=[])
+    assert not work.exists()
+    one_phase = REPO / "configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py"
+    with pytest.raises(WeakStageError, match=r"has no affinity phase"):
+        run(one_phase, work, train_split=split_path, affinity_start_iter=5, infer=[])
+    assert not work.exists()
+
+
 # --------------------------------------------------------------------------- importers
 def _two_images(split):
     a, b = split["images"][:2]
@@ -539,7 +571,7 @@ def test_cam_affinity_phase_trains_the_branch_alone_then_walks_on_it(voc_inputs,
     assert dets and all(d["bbox"][2] > 0 and d["bbox"][3] > 0 for d in dets)
     # a schedule that ends before the branch's phase is refused before training
     untrained = tmp_path / "untrained"
-    with pytest.raises(Exception, match=r"never trained.*custom_hooks\.1\.start_iter"):
+    with pytest.raises(Exception, match=r"never trained.*--affinity-start-iter"):
         run(
             cfg,
             untrained,

@@ -28,6 +28,20 @@ def kwargs_of(args, *names: str) -> dict:
 
 
 @functools.cache
+def option_actions(
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+) -> dict[str, argparse.Action]:
+    """The argparse actions that ``add_arguments`` declares, by dest, in declaration order
+    (their ``type``, ``choices`` and ``nargs`` check a pipeline's values as the parser would)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    actions: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        actions.setdefault(action.dest, action)
+    return actions
+
+
+@functools.cache
 def option_names(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tuple[str, ...]:
     """The dests of the options that ``add_arguments`` declares, in declaration order."""
     parser = argparse.ArgumentParser(add_help=False)
@@ -38,6 +52,11 @@ def option_names(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tu
 def stage_options(stage: str) -> tuple[str, ...]:
     """The option dests of ``wsod <stage>`` (the keys its pipeline section may hold)."""
     return option_names(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
+
+
+def stage_actions(stage: str) -> dict[str, argparse.Action]:
+    """The argparse actions of ``wsod <stage>`` by dest (see :func:`option_actions`)."""
+    return option_actions(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
 
 
 def run_kwargs(

@@ -8,13 +8,17 @@ from wsod.commands import run_kwargs
 
 HELP = "score detectors (and pseudo labels) against the eval-only ground truth -> metrics.json"
 
-EXAMPLES = """examples:
-  wsod evaluate --gt data/voc07/val_gt.json \\
-      --detections weak=work/weak/val_dets.json strong=work/strong/val_dets.json \\
-      --out work/metrics.json
-  wsod evaluate --gt data/voc07/val_gt.json --detections work/weak/val_dets.json \\
-      --train-gt data/voc07/train_gt.json --train-detections weak=work/weak/train_dets.json \\
-      --pseudo-labels work/denoise/pseudo_labels.json --out work/metrics.json
+EXAMPLES = """examples (the layout `make all` makes, RUN=work_dirs/voc07_cpu):
+  wsod evaluate --gt work_dirs/voc07_cpu/data/val_gt.json \\
+      --detections weak=work_dirs/voc07_cpu/weak/val_dets.json \\
+      strong=work_dirs/voc07_cpu/strong/val_dets.json --out work_dirs/voc07_cpu/eval/metrics.json
+  wsod evaluate --gt work_dirs/voc07_cpu/data/val_gt.json \\
+      --detections weak=work_dirs/voc07_cpu/weak/val_dets.json \\
+      --train-gt work_dirs/voc07_cpu/data/train_gt.json \\
+      --train-detections weak=work_dirs/voc07_cpu/weak/train_dets.json \\
+      --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json \\
+      --label-splits train=work_dirs/voc07_cpu/data/train.json val=work_dirs/voc07_cpu/data/val.json \\
+      --out work_dirs/voc07_cpu/eval/metrics.json
 
 Only this stage (and `wsod report`) reads ground-truth boxes; training stages never do.
 Tags-only data (a gt file with info.has_boxes false) gets no AP, CorLoc or pseudo-label entries

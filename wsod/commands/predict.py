@@ -60,8 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--draw-thr", type=float, help="draw boxes scoring above this [0.3]")
     p.add_argument(
         "--rescore",
-        choices=("image", "detections"),
-        help="rescore by the black box [the pipeline's rescore_by_black_box; none without it]",
+        choices=("image", "detections", "1"),
+        help="rescore by the black box, as the pipeline's rescore_by_black_box: 'image' (a CAM's "
+        "class probability) or 'detections' (= the pipeline's 1: its top detection score) "
+        "[the pipeline's rescore_by_black_box; none without it]",
     )
     p.add_argument(
         "--no-rescore",
@@ -132,6 +134,8 @@ def execute(args: argparse.Namespace) -> int:
         raise ValueError("--images, --strong-dir and --out-dir are required")
     kwargs = run_kwargs(args, add_arguments, ("images", "out_dir", "strong_dir", "rescore"))
     kwargs["rescore"] = None if args.rescore in (None, "none") else args.rescore
+    if kwargs["rescore"] == "1":  # the pipeline's spelling of the detections mode
+        kwargs["rescore"] = "detections"
     if getattr(args, "pipeline", None):
         _from_pipeline(args, kwargs)
     if kwargs["rescore"] and not kwargs.get("weak_dir"):

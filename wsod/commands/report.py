@@ -8,11 +8,13 @@ from wsod.commands import run_kwargs
 
 HELP = "write report.md and a self-contained report.html (tables, PR curves, gallery)"
 
-EXAMPLES = """examples:
-  wsod report --metrics work/metrics.json --out-dir work/report
-  wsod report --metrics work/metrics.json --out-dir work/report --gt data/voc07/val_gt.json \\
-      --detections weak=work/weak/val_dets.json strong=work/strong/val_dets.json \\
-      --pseudo-labels work/denoise/pseudo_labels.json --gallery-images 12
+EXAMPLES = """examples (the layout `make all` makes, RUN=work_dirs/voc07_cpu):
+  wsod report --metrics work_dirs/voc07_cpu/eval/metrics.json --out-dir work_dirs/voc07_cpu/report
+  wsod report --metrics work_dirs/voc07_cpu/eval/metrics.json --out-dir work_dirs/voc07_cpu/report \\
+      --gt work_dirs/voc07_cpu/data/val_gt.json \\
+      --detections weak=work_dirs/voc07_cpu/weak/val_dets.json \\
+      strong=work_dirs/voc07_cpu/strong/val_dets.json \\
+      --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --gallery-images 12
 
 Tables and plots need only metrics.json; --gt (and --pseudo-labels) add the image gallery.
 Provenance and cost per stage come from the .meta.json sidecars under --run-dir.

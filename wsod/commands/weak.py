@@ -41,6 +41,12 @@ EXAMPLES = """examples:
   wsod weak --config configs/cam/cam_mobilenetv2_demo.py --work-dir work_dirs/demo/weak \\
       --train-split work_dirs/demo/data/train.json --max-iters 50
 
+  # a 50-step smoke run of the two-phase CAM black box: 40 classifier steps, then 10 of its
+  # affinity branch (a schedule that ends before the branch's phase is refused at once)
+  wsod weak --config configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py \\
+      --work-dir work_dirs/demo/weak --train-split work_dirs/demo/data/train.json \\
+      --max-iters 50 --affinity-start-iter 40
+
   # detect again with a finished work dir (no training) and test-time augmentation:
   # class scores averaged over flipped and rescaled views before NMS
   wsod weak --config configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py \\
@@ -97,6 +103,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="train only (detect later: the same command without --train-split, with --infer)",
     )
     add_config_options(p, "train_dataloader.batch_size=1")
+    p.add_argument(
+        "--affinity-start-iter",
+        type=int,
+        metavar="N",
+        help="first iteration of the affinity phase of a two-phase CAM black box (its "
+        "WSODAffinityPhaseHook, wherever it stands in custom_hooks); below --max-iters, e.g. "
+        "4/5 of it [the config's]",
+    )
     add_resume_option(p)
     add_launcher_option(p)
     add_precision_option(p)

@@ -15,8 +15,10 @@ column is never read as "no labels". A header row whose first cell is
 ``file``/``file_name``/``filename``/``image``/``path`` is optional. Classes are the sorted union
 of the names in all the split CSVs, unless ``classes`` is given (then an unknown name is an
 error). Without ``classes``, names that differ only in case (``Car`` / ``car``) are an error,
-and a class named on one image only (a typo such as ``hrose``?) gives a warning naming the row;
-give ``classes`` to make every unknown name an error.
+and a name that nearly spells a more frequent one (``hrose`` / ``horse``) gives a one-line warning
+naming its row and the near match; give ``classes`` to make every unknown name an error. Across
+splits (:func:`check_splits`): an image in two splits is an error; a class with no image in
+the training split is a one-line warning.
 
 Eval-only boxes (``boxes=``): for CSV, a COCO json (images matched by ``file_name``, categories
 by name) or a folder of VOC XML files named ``<image stem>.xml``; for COCO, the json's own
@@ -33,6 +35,7 @@ given, after the image is checked).
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import os
 import warnings
@@ -124,11 +127,38 @@ def check_case_duplicates(names: Sequence[str], where: str) -> None:
         )
 
 
+# difflib ratio from which a rare class name reads as a typo of a more frequent one:
+# 'hrose' / 'horse' 0.8, 'persn' / 'person' 0.91; two real classes 'car' / 'chair' 0.75,
+# 'cat' / 'car' 0.67
+TYPO_CUTOFF = 0.8
+
+
+def near_typos(counts: Counter) -> dict[str, str]:
+    """``{name: the more frequent name it nearly spells}``: class names that read as typos of
+    another (difflib, :data:`TYPO_CUTOFF`), e.g. ``{'hrose': 'horse'}``, and are rare beside it
+    (on at most 2 images, or a third as many). A rare name without such a neighbour is a class
+    like any other."""
+    out = {}
+    for c in sorted(counts):
+        # a typo is rare: on at most 2 images, or a third of the name it misspells
+        more = sorted(
+            o for o in counts if counts[o] > counts[c] and 3 * counts[c] <= max(counts[o], 6)
+        )
+        match = difflib.get_close_matches(c, more, n=1, cutoff=TYPO_CUTOFF)
+        if match:
+            out[c] = match[0]
+    return out
+
+
+def _images(n: int) -> str:
+    return f"{n} image{'s' if n != 1 else ''}"
+
+
 def csv_classes(files: Sequence[Path]) -> list[str]:
     """Sorted union of the class names in the CSVs (no ``--classes`` given).
 
-    Names that differ only in case are an error; a class named on one image only gives a
-    warning naming its row (a typo?).
+    Names that differ only in case are an error; a name that nearly spells a more frequent one
+    (``hrose`` / ``horse``) gives a one-line warning naming its first row and the near match.
     """
     counts: Counter = Counter()
     first: dict[str, str] = {}
@@ -140,13 +170,51 @@ def csv_classes(files: Sequence[Path]) -> list[str]:
     if not counts:
         raise DatasetError(f"{files[0]}: no class names in the CSV files; give --classes")
     check_case_duplicates(sorted(counts), ", ".join(str(f) for f in files))
-    for c in sorted(c for c, k in counts.items() if k == 1):
+    for c, match in near_typos(counts).items():
         warnings.warn(
-            f"{first[c]}: class {c!r} is named on one image only (a typo?); give --classes "
-            "to make unknown names an error",
+            f"{first[c]}: class {c!r} ({_images(counts[c])}) looks like a typo of {match!r} "
+            f"({_images(counts[match])}); fix the row, or give --classes to refuse names not "
+            "in the list",
             stacklevel=2,
         )
     return sorted(counts)
+
+
+def check_splits(splits: Sequence[SplitData]) -> list[str]:
+    """Cross-split checks, before anything is written.
+
+    An image listed in two splits is refused (an image the detectors learn from cannot measure
+    them). A class with no image in the training split (``train``, else the first split) gives
+    one warning line naming the classes: the detectors cannot learn them.
+
+    Returns:
+        The warning lines (one at most).
+
+    Raises:
+        DatasetError: naming the image, its two splits and the fix.
+    """
+    seen: dict[str, str] = {}
+    for data in splits:
+        for im in data.images:
+            key = str((Path(data.data_root) / im["file_name"]).resolve())
+            if key in seen and seen[key] != data.name:
+                raise DatasetError(
+                    f"{im['file_name']}: listed in split '{seen[key]}' and in split "
+                    f"'{data.name}'; an image the detectors learn from cannot measure them: "
+                    "remove it from one of the two"
+                )
+            seen[key] = data.name
+    if not splits:
+        return []
+    train = next((d for d in splits if d.name == "train"), splits[0])
+    per_class = Counter(lab for im in train.images for lab in im["labels"])
+    missing = [c for i, c in enumerate(train.classes, 1) if not per_class[i]]
+    if not missing:
+        return []
+    return [
+        f"split '{train.name}' has no image of class {', '.join(map(repr, missing))}: the "
+        "detectors cannot learn it; add training images of it, or leave it out (--classes)"
+    ]
 
 
 class _BoxSource:

@@ -11,6 +11,9 @@ stops taking gradients, so the classifier, and hence the seeds, stay what they w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
@@ -48,31 +51,18 @@ class WSODAffinityPhaseHook(Hook):
     def before_train(self, runner) -> None:
         """Refuse a schedule that ends before ``start_iter`` when detection walks on the branch
         (``refine.type='learned'``: it would train the classifier, then fail to detect);
-        otherwise only warn."""
+        otherwise only warn. The weak stage and the pipeline check make the same test on the
+        config before anything is written (:func:`schedule_error`); this is the guard for a
+        config trained some other way."""
         model = self._model(runner)
         if self.start_iter < runner.max_iters:
             return
-        msg = (
-            f"WSODAffinityPhaseHook: start_iter {self.start_iter} >= max_iters "
-            f"{runner.max_iters}: the affinity branch is never trained"
-        )
-        if (model.roi_head.refine or {}).get("type") != "learned":
+        refine = (model.roi_head.refine or {}).get("type")
+        msg = _schedule_message(self.start_iter, runner.max_iters, refine == "learned")
+        if refine != "learned":
             runner.logger.warning(msg)
             return
-        at = runner.max_iters * 4 // 5  # the committed configs give the branch the last fifth
-        key = f"custom_hooks.{self._index(runner)}.start_iter"
-        raise ValueError(
-            f"{msg}, and detection walks on it (refine.type='learned'). Give the branch the "
-            f"last steps: a start_iter below max_iters, e.g. --cfg-options {key}={at} (in a "
-            f"pipeline file: weak = dict(cfg_options={{'{key}': {at}}}))"
-        )
-
-    @staticmethod
-    def _index(runner) -> str:
-        """This hook's position in the config's ``custom_hooks`` ('N' when unknown)."""
-        hooks = (getattr(runner, "cfg", None) or {}).get("custom_hooks") or []
-        types = [str(h.get("type", "")) for h in hooks]
-        return next((str(i) for i, t in enumerate(types) if t.endswith("AffinityPhaseHook")), "N")
+        raise ValueError(msg)
 
     def before_train_iter(self, runner, batch_idx: int, data_batch=None) -> None:
         model = self._model(runner)
@@ -88,3 +78,65 @@ class WSODAffinityPhaseHook(Hook):
             f"WSODAffinityPhaseHook: iteration {runner.iter}: training the affinity branch, "
             f"{frozen} other parameter tensors frozen"
         )
+
+
+PHASE_OPTION = "affinity_start_iter"
+"""The named option (``wsod weak --affinity-start-iter``, a pipeline's ``weak`` key) that sets
+the phase hook's ``start_iter``, wherever the hook stands in ``custom_hooks``."""
+
+
+def phase_hook(cfg: Mapping) -> dict | None:
+    """The ``WSODAffinityPhaseHook`` entry of a config's ``custom_hooks`` (found by type), or
+    None when the config has no affinity phase."""
+    hooks = cfg.get("custom_hooks") or []
+    return next(
+        (h for h in hooks if str(h.get("type", "")).endswith("WSODAffinityPhaseHook")), None
+    )
+
+
+def set_phase_start(cfg: Any, start_iter: int, config: object = "config") -> None:
+    """Set the affinity phase's first iteration (the hook's ``start_iter``; in place).
+
+    Raises:
+        ValueError: ``config`` has no ``WSODAffinityPhaseHook`` (a one-phase black box), or a
+            negative ``start_iter``.
+    """
+    hook = phase_hook(cfg)
+    if hook is None:
+        raise ValueError(
+            f"{PHASE_OPTION}={start_iter}: {config} has no affinity phase (no "
+            "WSODAffinityPhaseHook in custom_hooks); drop the option (max_iters alone sets "
+            "a one-phase black box's schedule)"
+        )
+    if isinstance(start_iter, bool) or not isinstance(start_iter, int) or start_iter < 0:
+        raise ValueError(f"{PHASE_OPTION}={start_iter!r}: want a whole number >= 0")
+    hook["start_iter"] = int(start_iter)
+
+
+def _schedule_message(start_iter: int, max_iters: int, walks: bool) -> str:
+    msg = (
+        f"WSODAffinityPhaseHook: start_iter {start_iter} >= max_iters {max_iters}: the "
+        "affinity branch is never trained"
+    )
+    if not walks:
+        return msg
+    at = max_iters * 4 // 5  # the committed configs give the branch the last fifth
+    return (
+        f"{msg}, and detection walks on it (refine.type='learned'). Give the branch the "
+        f"last steps: a start below max_iters, e.g. --{PHASE_OPTION.replace('_', '-')} {at} "
+        f"(in a pipeline file: weak = dict(max_iters={max_iters}, {PHASE_OPTION}={at}))"
+    )
+
+
+def schedule_error(cfg: Mapping) -> str | None:
+    """Why a config's schedule cannot train its affinity phase (the hook's ``start_iter`` at or
+    after ``train_cfg.max_iters`` while detection walks on the branch), or None when it can, has
+    no phase, or does not walk on it. Reads the config only: nothing is built."""
+    hook, loop = phase_hook(cfg), cfg.get("train_cfg") or {}
+    if hook is None or loop.get("max_iters") is None:
+        return None
+    start, max_iters = int(hook.get("start_iter", 0)), int(loop["max_iters"])
+    refine = ((cfg.get("model") or {}).get("roi_head") or {}).get("refine") or {}
+    if start < max_iters or refine.get("type") != "learned":
+        return None
+    return _schedule_message(start, max_iters, True)

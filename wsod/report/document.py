@@ -5,7 +5,8 @@ In HTML, nothing runs off the page's right edge: text (a path in a paragraph, a 
 and commands) wraps, at a ``/`` or a space where it can, ``<pre>`` blocks wrap long lines with
 a hanging indent, and each table sits in a horizontally scrolling box in case a column cannot
 wrap. Columns of numbers are right-aligned and kept on one line, text columns left-aligned. A
-table cell written as Markdown bold (``**mean**``) is bold in both renderings.
+table cell written as Markdown bold (``**mean**``) is bold in both renderings, and inline code
+(```wsod data```) in a paragraph, callout or list item is ``<code>`` in HTML.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ tr:nth-child(even){background:#f6f6f6}
 .ok{background:#e3f4e1;border-left:4px solid #2ca02c;padding:.4em .8em}
 img{max-width:100%} figure{margin:1em 0} figcaption{font-size:12px;color:#555}
 pre{background:#f4f4f4;padding:.5em;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
+code{background:#f4f4f4;padding:0 .2em;font-size:90%;overflow-wrap:anywhere}
 pre>span{display:block;padding-left:2em;text-indent:-2em}
 """
 _NUM_COLS = 16  # columns after this one get no column styles
@@ -39,8 +41,15 @@ _CSS += "".join(
 )
 _LONG_TOKEN = 24  # a column with a longer word (between spaces and "/") may break it anywhere
 _BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_CODE = re.compile(r"`([^`]+)`")
 # a number-like cell: digits and separators, "n/a", "–", a unit or "max" (at most 3 letters)
 _NUMERIC = re.compile(r"[^A-Za-z]*(?:[A-Za-z][^A-Za-z]*){0,3}")
+
+
+def inline(text: str) -> str:
+    """Text as HTML: escaped, Markdown inline code (```wsod data --boxes```) as ``<code>``, so
+    the HTML says what report.md renders (paragraphs, callouts, list items)."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
 
 
 def numeric_column(cells: Sequence[str]) -> bool:
@@ -161,11 +170,11 @@ class Document:
             if kind == "h":
                 out.append(f"<h{b[1]}>{e(b[2])}</h{b[1]}>")
             elif kind == "p":
-                out.append(f"<p>{e(b[1])}</p>")
+                out.append(f"<p>{inline(b[1])}</p>")
             elif kind == "callout":
-                out.append(f"<p class='{'warn' if b[2] else 'ok'}'>{e(b[1])}</p>")
+                out.append(f"<p class='{'warn' if b[2] else 'ok'}'>{inline(b[1])}</p>")
             elif kind == "ul":
-                out.append("<ul>" + "".join(f"<li>{e(i)}</li>" for i in b[1]) + "</ul>")
+                out.append("<ul>" + "".join(f"<li>{inline(i)}</li>" for i in b[1]) + "</ul>")
             elif kind == "table":
                 out.append(html_table(b[1], b[2]))
             elif kind == "img":

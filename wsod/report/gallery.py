@@ -120,13 +120,8 @@ def gallery(
                 )
             )
         fname = next(im["file_name"] for im in gt["images"] if int(im["id"]) == img_id)
-        path = draw_panels(
-            image,
-            panels,
-            out_dir / f"{prefix}_{k:02d}.png",
-            names,
-            title=f"image {img_id}: {fname}",
-        )
+        # no title inside the PNG: the caption below names the image
+        path = draw_panels(image, panels, out_dir / f"{prefix}_{k:02d}.png", names)
         doc.image(path, f"{caption}: image {img_id} ({fname})")
         files.append(path)
     return files

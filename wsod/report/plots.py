@@ -114,6 +114,75 @@ def ap_bars(
     return _save(fig, path)
 
 
+LABEL_PT = 6  # box captions' font size (points)
+
+
+def label_anchors(
+    boxes: np.ndarray, widths: Sequence[float], line: float, h: int, w: int
+) -> list[tuple[float, float]]:
+    """Where each box's caption goes: ``(x, y)`` of its top-left corner in image pixels.
+
+    A caption sits just above its box, inside the box when there is no room above, never past
+    the image's edges, and moves down past any caption placed before it that it would cover
+    (boxes in drawing order, best first).
+
+    Args:
+        boxes: (N,4) x1y1x2y2 in pixels.
+        widths: each caption's width in pixels; line: a caption's height in pixels.
+        h, w: the image's size.
+    """
+    placed: list[tuple[float, float, float]] = []  # x, y, width
+    out = []
+    for b, width in zip(np.asarray(boxes).reshape(-1, 4), widths, strict=True):
+        x = float(min(max(b[0], 0.0), max(w - width, 0.0)))
+        y = float(b[1] - line if b[1] - line >= 0 else max(b[1], 0.0))
+        moved = True
+        while moved and y + line <= h:
+            moved = False
+            for px, py, pw in placed:
+                if x < px + pw and px < x + width and y < py + line and py < y + line:
+                    y, moved = py + line, True
+        y = min(y, max(h - line, 0.0))
+        placed.append((x, y, width))
+        out.append((x, y))
+    return out
+
+
+def empty_note(layers: Sequence[Mapping]) -> str | None:
+    """The word a panel shows when none of its own layers (the solid ones; a dashed layer is
+    the ground truth drawn for reference) has a box to draw, else None."""
+    own = [la for la in layers if not la.get("dashed")]
+    if not own or any(len(np.asarray(la["labels"])) for la in own):
+        return None
+    scored = any("scores" in la for la in own)
+    return "no box above the drawing threshold" if scored else "no box"
+
+
+def _draw_layers(ax, layers: Sequence[Mapping], class_names: Mapping, scale: float, hw) -> None:
+    """Boxes and captions of a panel's layers (see :func:`draw_panels`); ``scale`` inches per
+    image pixel (caption sizes in pixels), ``hw`` the image's (h, w)."""
+    px_per_pt = 1 / (scale * 72)
+    line = LABEL_PT * 1.45 * px_per_pt
+    for i, layer in enumerate(layers):
+        color = color_of(layer["name"], i)
+        scores = layer.get("scores")
+        boxes = np.asarray(layer["bboxes"]).reshape(-1, 4)
+        caps = [class_names.get(int(c), str(c)) for c in np.asarray(layer["labels"])]
+        if scores is not None:
+            caps = [f"{c} {float(s):.2f}" for c, s in zip(caps, scores, strict=True)]
+        widths = [(len(c) * 0.6 + 0.5) * LABEL_PT * px_per_pt for c in caps]
+        anchors = label_anchors(boxes, widths, line, *hw)
+        for b, cap, (x, y) in zip(boxes, caps, anchors, strict=True):
+            ls = "--" if layer.get("dashed") else "-"
+            ax.add_patch(
+                plt.Rectangle(
+                    (b[0], b[1]), b[2] - b[0], b[3] - b[1], fill=False, ec=color, lw=1.3, ls=ls
+                )
+            )
+            ax.text(x, y, cap, fontsize=LABEL_PT, color="white", va="top", clip_on=True,
+                    bbox={"facecolor": color, "alpha": 0.7, "pad": 0.5, "lw": 0})  # fmt: skip
+
+
 def draw_panels(
     image: np.ndarray,
     panels: Sequence[tuple[str, Sequence[Mapping]]],
@@ -129,57 +198,38 @@ def draw_panels(
             x1y1x2y2, "labels" (N,), optional "scores" (N,), optional "dashed"}``.
         path: output PNG.
         class_names: ``{category_id: name}`` for the box captions.
-        title: figure title.
+        title: figure title (the report's galleries leave it to the caption).
     """
-    h, w = image.shape[:2]
+    return draw_row([(image, t, layers) for t, layers in panels], path, class_names, title)
+
+
+def draw_row(
+    items: Sequence[tuple[np.ndarray, str, Sequence[Mapping]]],
+    path: str | os.PathLike,
+    class_names: Mapping[int, str],
+    title: str | None = None,
+) -> Path:
+    """Panels side by side, each ``(image (H,W,3) RGB uint8, title, [layer, ...])`` (layers as in
+    :func:`draw_panels`): captions stay inside the image and off each other
+    (:func:`label_anchors`); a panel with nothing to draw says so (:func:`empty_note`)."""
     # inches per pixel: panels ~2.8 in, ~300 px at 110 dpi: three side by side fit the report's
     # page at full size (box captions stay readable) and the html stays small
-    scale = 2.8 / max(h, w)
+    scales = [2.8 / max(im.shape[:2]) for im, _, _ in items]
+    width = sum(im.shape[1] * sc for (im, _, _), sc in zip(items, scales, strict=True))
+    height = max(im.shape[0] * sc for (im, _, _), sc in zip(items, scales, strict=True))
     # constrained layout keeps the figure title clear of the panel titles
     fig, axes = plt.subplots(
-        1,
-        len(panels),
-        figsize=(w * scale * len(panels), h * scale + 0.4),
-        squeeze=False,
-        layout="constrained",
+        1, len(items), figsize=(width, height + 0.4), squeeze=False, layout="constrained"
     )
-    for ax, (ptitle, layers) in zip(axes[0], panels, strict=True):
+    for ax, (image, ptitle, layers), scale in zip(axes[0], items, scales, strict=True):
         ax.imshow(image)
         ax.set_title(ptitle, fontsize=8)
         ax.axis("off")
-        for i, layer in enumerate(layers):
-            color = color_of(layer["name"], i)
-            scores = layer.get("scores")
-            for j, (b, c) in enumerate(
-                zip(
-                    np.asarray(layer["bboxes"]).reshape(-1, 4),
-                    np.asarray(layer["labels"]),
-                    strict=True,
-                )
-            ):
-                ax.add_patch(
-                    plt.Rectangle(
-                        (b[0], b[1]),
-                        b[2] - b[0],
-                        b[3] - b[1],
-                        fill=False,
-                        ec=color,
-                        lw=1.3,
-                        ls="--" if layer.get("dashed") else "-",
-                    )
-                )
-                cap = class_names.get(int(c), str(c))
-                if scores is not None:
-                    cap += f" {float(scores[j]):.2f}"
-                ax.text(
-                    b[0],
-                    b[1],
-                    cap,
-                    fontsize=6,
-                    color="white",
-                    va="bottom",
-                    bbox={"facecolor": color, "alpha": 0.7, "pad": 0.5, "lw": 0},
-                )
+        _draw_layers(ax, layers, class_names, scale, image.shape[:2])
+        note = empty_note(layers)
+        if note:
+            ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=8)
     return _save(fig, path, dpi=110)

@@ -52,8 +52,7 @@ def provenance_rows(files: Mapping[str, str | None]) -> tuple[list[list[str]], l
         if meta is None:
             rows.append([role, str(path), "(no .meta.json sidecar)", "", "", ""])
             continue
-        cmd = meta.get("command") or []
-        cmd = " ".join(map(str, cmd)) if isinstance(cmd, list) else str(cmd)
+        cmd = run_cost.short_command(meta.get("command"))  # `wsod ...`, as the rest says
         rows.append(
             [
                 role,

@@ -11,7 +11,6 @@ images, and every detector's boxes on val images, each image captioned with its 
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from wsod.contracts import (
 )
 from wsod.report.document import Document
 from wsod.report.gallery import _layer
-from wsod.report.plots import draw_panels
+from wsod.report.plots import draw_panels, draw_row
 from wsod.report.tables import fmt
 
 
@@ -120,15 +119,20 @@ def _agreement_table(doc: Document, m: Mapping, agreement: Mapping, thr) -> None
         doc.table(["class", "images (either)", "both (%)", "mean IoU of top boxes"], rows)
 
 
+PER_ROW = 3  # images side by side in a one-layer gallery (the pseudo labels): fills the page
+
+
 def _draw(doc, out_dir, split, split_path, chosen, layers_of, prefix, caption) -> list[Path]:
-    """One figure per chosen image: a panel per ``(title, grouped boxes, score_thr)``."""
+    """A panel per ``(title, grouped boxes, score_thr)`` of ``layers_of``: one figure per chosen
+    image, or with a single layer :data:`PER_ROW` images side by side per figure. No title is
+    drawn inside the PNG: the caption below names the images and their tags."""
     import cv2
 
     root = resolve_data_root(split, split_path)
     names = dict(enumerate(category_names(split), 1))
     by_id = {int(im["id"]): im for im in split["images"]}
-    files = []
-    for k, img_id in enumerate(chosen):
+    items = []
+    for img_id in chosen:
         im = by_id[img_id]
         arr = cv2.imread(str(root / im["file_name"]), cv2.IMREAD_COLOR)
         if arr is None:
@@ -137,19 +141,21 @@ def _draw(doc, out_dir, split, split_path, chosen, layers_of, prefix, caption) -
         panels = [
             (title, [_layer(title, grouped, img_id, thr)]) for title, grouped, thr in layers_of
         ]
-        path = draw_panels(
-            arr[:, :, ::-1].copy(),
-            panels,
-            out_dir / f"{prefix}_{k:02d}.png",
-            names,
-            # wrapped to the figure's width: a panel is 2.8 in on its long side (draw_panels),
-            # ~12 characters of the title's font an inch
-            title=textwrap.fill(
-                f"image {img_id}: {im['file_name']} (tags: {tags})",
-                max(20, int(12 * 2.8 * arr.shape[1] / max(arr.shape[:2])) * len(panels)),
-            ),
+        items.append(
+            (arr[:, :, ::-1].copy(), f"image {img_id} ({im['file_name']}; tags: {tags})", panels)
         )
-        doc.image(path, f"{caption}: image {img_id} ({im['file_name']}; tags: {tags})")
+    per_figure = PER_ROW if len(layers_of) == 1 else 1
+    files = []
+    for k in range(0, len(items), per_figure):
+        group = items[k : k + per_figure]
+        if per_figure == 1:
+            image, text, panels = group[0]
+            path = draw_panels(image, panels, out_dir / f"{prefix}_{k:02d}.png", names)
+        else:  # one panel per image, titled by its id
+            row = [(im, t.split(" (")[0], p[0][1]) for im, t, p in group]
+            path = draw_row(row, out_dir / f"{prefix}_{k:02d}.png", names)
+            text = "; ".join(t for _, t, _ in group)
+        doc.image(path, f"{caption}: {text}")
         files.append(path)
     return files
 

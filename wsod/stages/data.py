@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -213,6 +214,10 @@ def run(
     names = [d.name for d in loaded]
     if len(set(names)) != len(names):
         raise DatasetError(f"split names repeat: {names}; give each split once")
+    from wsod.datasets.custom import check_splits
+
+    for line in check_splits(loaded):
+        warnings.warn(line, stacklevel=2)
     built = [(d, *build_split_files(d)) for d in loaded]  # validate all before writing any
     summary = {}
     for data, split, gt in built:

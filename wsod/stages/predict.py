@@ -83,16 +83,47 @@ def _is_image(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS
 
 
+def _read_list(path: Path) -> list[Path]:
+    """The image paths of a list file (one a line, ``#`` comments, relative paths from the list
+    file's folder).
+
+    Raises:
+        PredictError: a file none of whose lines names an image (not a list of images: e.g.
+            notes), or a line naming a missing image (the list and the line are named).
+    """
+    entries = [
+        (n, ln.strip())
+        for n, ln in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if ln.strip() and not ln.strip().startswith("#")
+    ]
+    if entries and not any(_is_image(Path(ln)) for _, ln in entries):
+        raise PredictError(
+            f"{path}: not a list of images (no line names a {'/'.join(IMAGE_EXTENSIONS)} "
+            "file); a list file holds one image path a line"
+        )
+    found = []
+    for n, line in entries:
+        p = Path(line) if Path(line).is_absolute() else path.parent / line
+        if not p.is_file():
+            raise PredictError(
+                f"{path}:{n}: {line}: no such image (relative paths are read from "
+                f"{path.parent}); fix the line or remove it"
+            )
+        found.append(p)
+    return found
+
+
 def _expand(source: str) -> list[Path]:
     path = Path(source)
     if path.is_dir():
         return sorted(p for p in path.iterdir() if p.is_file() and _is_image(p))
     if path.is_file() and path.suffix.lower() in LIST_EXTENSIONS:
-        lines = [ln.strip() for ln in path.read_text().splitlines()]
-        return [
-            p if p.is_absolute() else path.parent / p
-            for p in (Path(ln) for ln in lines if ln and not ln.startswith("#"))
-        ]
+        return _read_list(path)
+    if path.is_file() and not _is_image(path):
+        raise PredictError(
+            f"{path}: neither an image ({', '.join(IMAGE_EXTENSIONS)}) nor a list file "
+            f"({', '.join(LIST_EXTENSIONS)}: one image path a line)"
+        )
     if path.is_file():
         return [path]
     if glob.has_magic(source):
@@ -128,7 +159,10 @@ def find_strong_model(strong_dir: str | os.PathLike) -> dict:
             (the message names the path and ``make strong``, which makes them).
     """
     work = Path(strong_dir)
-    fix = "train the detector first: `make strong PIPELINE=...` (or `wsod strong`)"
+    fix = (
+        "no trained run here: train the pipeline first, `make all PIPELINE=...` (the same "
+        "RUN/QUICK as for make predict; `wsod strong` for the detector alone)"
+    )
     model_file = work / "strong_model.json"
     if not work.is_dir():
         raise PredictError(f"{work}: no such strong work dir; {fix}")
@@ -336,5 +370,6 @@ def _check_rescore(rescore: str | None, weak_dir, weak_config) -> None:
     if rescore is not None and not (Path(weak_dir) / "weak_model.json").is_file():
         raise PredictError(
             f"{Path(weak_dir) / 'weak_model.json'}: no trained black box to run on the new images "
-            "(train it: `make weak`; an imported black box cannot run on them: --no-rescore)"
+            "(train the pipeline first: `make all PIPELINE=...`; an imported black box cannot "
+            "run on them: --no-rescore)"
         )

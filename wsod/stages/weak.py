@@ -94,12 +94,29 @@ def _set_dataset(
         raise WeakStageError(
             f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
         )
+    _refuse_pickle(proposals, allow_pickle)
     ds_cfg.ann_file = str(Path(split_path).resolve())
     ds_cfg.data_root = str(_data_root(split, split_path))
     ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
     if allow_pickle:
         ds_cfg.allow_pickle = True
+
+
+def _refuse_pickle(proposals: str | os.PathLike | None, allow_pickle: bool) -> None:
+    """Refuse, before anything is written, a proposal ``.pkl`` that has no safe ``.npz`` twin
+    without the user's ``--allow-pickle`` (the dataset would refuse it only once the runner
+    builds it, after the work dir was made)."""
+    from wsod.proposals.store import npz_twin
+
+    if proposals is None or allow_pickle or Path(proposals).suffix != ".pkl":
+        return
+    if not npz_twin(proposals).is_file():
+        raise WeakStageError(
+            f"{proposals}: a pickle without its .npz twin; unpickling runs code in the file: "
+            "give --allow-pickle for a trusted file, or rerun `wsod proposals` (it writes the "
+            "twin)"
+        )
 
 
 def trains_on_proposals(cfg: Any) -> bool:
@@ -129,6 +146,7 @@ def run(
     min_coverage: float | None = None,
     launcher: str = "none",
     precision: str = "fp32",
+    affinity_start_iter: int | None = None,
 ) -> dict:
     """Train a weak detector and detect with it, or import foreign detections.
 
@@ -144,6 +162,7 @@ def run(
         cfg_options, resume, seed, max_iters, launcher, precision: the training flow's options
             (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
             resume the same run only, seed, schedule length, launcher, bf16/fp32/auto.
+        affinity_start_iter: the affinity phase's first iteration (see :func:`_prepare`).
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
             import mode (:func:`wsod.detections.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
@@ -169,7 +188,8 @@ def run(
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
-    cfg = _prepare(config, cfg_options, work_dir, (seed, launcher, precision), classes)
+    runtime = (work_dir, seed, launcher, precision)
+    cfg = _prepare(config, cfg_options, runtime, classes, affinity_start_iter)
     meta = {"stage": "weak", "seed": seed, "started": started}
     if train is not None:
         training = (train_split, train, train_proposals, allow_pickle)
@@ -181,23 +201,25 @@ def run(
         config_out, hint = work_dir / "weak_config.py", NO_CHECKPOINT_HINT
         ckpt = tr.detection_checkpoint(cfg, work_dir, config_out, error=WeakStageError, hint=hint)
         iterations = resumed_from = None
-    outputs = {}
-    for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True):
-        outputs[str(out_path)] = _infer(
-            cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle
-        )
+    outputs = {
+        str(out_path): _infer(cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle)
+        for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True)
+    }
     summary = {"work_dir": str(work_dir), "checkpoint": ckpt}
     summary.update(config=str(work_dir / "weak_config.py"), iterations=iterations)
     return {**summary, "resumed_from": resumed_from, "outputs": outputs}
 
 
-def _prepare(config, cfg_options, work_dir: Path, runtime: tuple, classes):
-    """Step 1 of the flow, with the weak dataset and transforms registered; ``runtime`` =
-    ``(seed, launcher, precision)``."""
+def _prepare(config, cfg_options, runtime: tuple, classes, affinity_start_iter=None):
+    """Step 1 of the flow (``runtime = (work_dir, seed, launcher,
+    precision)``), with the weak dataset and
+    transforms registered; ``affinity_start_iter`` sets the start of a two-phase black box's
+    affinity phase (refused for a config without one; a schedule that ends before it is refused
+    in :func:`_train_job`, before anything is written)."""
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
 
-    seed, launcher, precision = runtime
-    return tr.prepare_config(
+    work_dir, seed, launcher, precision = runtime
+    cfg = tr.prepare_config(
         config,
         cfg_options,
         work_dir=work_dir,
@@ -208,6 +230,18 @@ def _prepare(config, cfg_options, work_dir: Path, runtime: tuple, classes):
         hint=CONFIG_HINT,
         precision=precision,
     )
+    if affinity_start_iter is not None:
+        _set_phase_start(cfg, affinity_start_iter, config)
+    return cfg
+
+
+def _set_phase_start(cfg, start_iter: int, config) -> None:
+    from wsod.models.affinity_phase_hook import set_phase_start
+
+    try:
+        set_phase_start(cfg, start_iter, config)
+    except ValueError as e:
+        raise WeakStageError(str(e)) from None
 
 
 def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[str] | None]:
@@ -240,6 +274,10 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.Tr
     _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle)
     if max_iters is not None:
         tr.set_max_iters(cfg, max_iters, error=WeakStageError)
+    from wsod.models.affinity_phase_hook import schedule_error
+
+    if (why := schedule_error(cfg)) is not None:
+        raise WeakStageError(f"{config}: {why}")
     seed_file = cfg.train_dataloader.dataset.get("seed_file")
     if seed_file and not Path(seed_file).is_file():
         raise WeakStageError(

@@ -33,6 +33,7 @@ from wsod.training.fingerprint import (
     set_resume,
 )
 from wsod.utils.io import write_json_artifact, write_text
+from wsod.utils.quiet import quiet_console
 
 
 @dataclass
@@ -123,7 +124,8 @@ def train(cfg: Any, name: str | None = None) -> int:
 
     _runner_config(cfg, name)
     add_rng_state_hook(cfg)
-    runner = Runner.from_cfg(cfg)
+    with quiet_console():  # known-harmless library lines off the terminal (wsod.utils.quiet)
+        runner = Runner.from_cfg(cfg)
     runner.train()
     return int(runner.iter)
 
@@ -260,6 +262,7 @@ def detect(
     cfg.load_from = checkpoint
     cfg.resume = False
     _runner_config(cfg, None)
-    runner = Runner.from_cfg(cfg)
+    with quiet_console():  # known-harmless library lines off the terminal (wsod.utils.quiet)
+        runner = Runner.from_cfg(cfg)
     runner.test()
     barrier()  # rank 0 wrote ``out``

@@ -83,8 +83,8 @@ def _cfg_options(options: dict) -> list[str]:
 
 @pytest.mark.slow
 def test_one_iteration_through_wsod_strong(voc4, tmp_path, monkeypatch):
-    from wsod.cli import main
     from projects.soft_teacher import soft_teacher as semi
+    from wsod.cli import main
 
     seen = []
     restrict = semi.label_restricted_teacher.restrict_to_image_labels
