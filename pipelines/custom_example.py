@@ -1,5 +1,5 @@
-# Your own images with tags only -> a detector. Copy this file, point `source` at your folder
-# (or give DATA_ROOT=), and run:
+# Your own images with tags only -> a detector. Copy this file into pipelines/ (its `_base_` is
+# relative to it), point `source` at your folder (or give DATA_ROOT=), and run:
 #   make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images
 #   make predict PIPELINE=pipelines/custom_example.py IMAGES=new_photos/
 # The folder holds the images and two CSV files of tags, one row per image, 'file,tag1;tag2'

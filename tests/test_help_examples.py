@@ -30,6 +30,7 @@ def test_help_examples_name_paths_of_the_make_layout(stage, tmp_path):
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     ).stdout
     made = set(re.findall(rf"{re.escape(str(run))}/([\w./]+)", out))
     assert paths <= made, sorted(paths - made)

@@ -68,7 +68,7 @@ def test_module_cli_writes_stamps_and_refuses_what_it_does_not_know(tmp_path):
     subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120)
     assert (tmp_path / "s" / "proposals.json").is_file()
     # the by-position KEY=DEFAULT reads are gone: the Makefile reads the named PIPE_* values
-    done = subprocess.run([*cmd, "rounds=0"], capture_output=True, text=True)
+    done = subprocess.run([*cmd, "rounds=0"], capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "usage:" in done.stderr
 
 

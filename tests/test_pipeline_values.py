@@ -143,7 +143,13 @@ def test_named_phase_option_passes_where_the_raw_key_was_needed(tmp_path):
 def _make(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "WSOD_JOBS_DIR": ""}
     return subprocess.run(
-        ["make", *args], cwd=REPO, capture_output=True, text=True, check=check, env=env
+        ["make", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=check,
+        env=env,
+        timeout=300,
     )
 
 
@@ -184,7 +190,9 @@ def test_quick_look_pipeline_shrinks_every_stage_of_any_pipeline(tmp_path):
 
 def test_make_quick_has_its_own_run_folder_and_every_stage_reads_the_quick_pipeline(tmp_path):
     mine = tmp_path / "mine.py"
-    mine.write_text(CUSTOM.read_text())  # a copy, as the README says
+    # a copy, as the README says (outside pipelines/, its relative _base_ made absolute)
+    base = str(REPO / "pipelines" / "voc07_cpu.py")
+    mine.write_text(CUSTOM.read_text().replace("./voc07_cpu.py", base))
     out = _make("-n", "all", f"PIPELINE={mine}", "QUICK=1").stdout
     run = REPO / "work_dirs" / "mine_quick"
     try:

@@ -81,5 +81,6 @@ def test_make_check_compares_the_run_with_the_headline(tmp_path):
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     ).stdout
     assert f"-m wsod compare --metrics {run_dir}/eval/metrics.json --against docs/results.md" in out

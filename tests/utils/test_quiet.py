@@ -45,7 +45,11 @@ def test_pkg_resources_warning_is_filtered_when_wsod_is_imported():
     check = "from mmengine.utils import is_installed; is_installed('mmdet')"
     code = f"import wsod; {check}"
     done = subprocess.run(
-        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, cwd=REPO
+        [sys.executable, "-W", "default", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "pkg_resources is deprecated" not in done.stderr
@@ -55,5 +59,6 @@ def test_pkg_resources_warning_is_filtered_when_wsod_is_imported():
         capture_output=True,
         text=True,
         cwd=REPO,
+        timeout=120,
     )
     assert "pkg_resources is deprecated" in plain.stderr

@@ -160,9 +160,7 @@ def run(
             ``<work_dir>/<split stem>_dets.json``; ``[]``: train only; default: the training
             split and proposals -> ``<work_dir>/train_dets.json``).
         cfg_options, resume, seed, max_iters, launcher, precision: the training flow's options
-            (:mod:`wsod.training`): config overrides (``+key`` for a key the config lacks),
-            resume the same run only, seed, schedule length, launcher, bf16/fp32/auto.
-        affinity_start_iter: the affinity phase's first iteration (see :func:`_prepare`).
+            (:func:`wsod.training.prepare_config`); affinity_start_iter: see :func:`_prepare`.
         import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
             import mode (:func:`wsod.detections.importers.import_detections`): foreign detections
             for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
@@ -188,8 +186,8 @@ def run(
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
-    runtime = (work_dir, seed, launcher, precision)
-    cfg = _prepare(config, cfg_options, runtime, classes, affinity_start_iter)
+    runtime = (work_dir, seed, launcher, precision, affinity_start_iter)
+    cfg = _prepare(config, cfg_options, runtime, classes)
     meta = {"stage": "weak", "seed": seed, "started": started}
     if train is not None:
         training = (train_split, train, train_proposals, allow_pickle)
@@ -210,15 +208,15 @@ def run(
     return {**summary, "resumed_from": resumed_from, "outputs": outputs}
 
 
-def _prepare(config, cfg_options, runtime: tuple, classes, affinity_start_iter=None):
-    """Step 1 of the flow (``runtime = (work_dir, seed, launcher,
-    precision)``), with the weak dataset and
-    transforms registered; ``affinity_start_iter`` sets the start of a two-phase black box's
+def _prepare(config, cfg_options, runtime: tuple, classes):
+    """Step 1 of the flow (``runtime = (work_dir, seed, launcher, precision,
+    affinity_start_iter)``), with the weak dataset and transforms registered;
+    ``affinity_start_iter`` sets the start of a two-phase black box's
     affinity phase (refused for a config without one; a schedule that ends before it is refused
     in :func:`_train_job`, before anything is written)."""
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
 
-    work_dir, seed, launcher, precision = runtime
+    work_dir, seed, launcher, precision, affinity_start_iter = runtime
     cfg = tr.prepare_config(
         config,
         cfg_options,

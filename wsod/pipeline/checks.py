@@ -1,0 +1,256 @@
+"""The up-front value check of a pipeline (:func:`check_values`, ``python -m wsod.pipeline
+FILE --check``): see :mod:`wsod.pipeline`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from wsod.pipeline.core import _flag, _near, _rounds, load_pipeline
+
+RANGES = {
+    **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
+    "resize": (1, None),
+    **dict.fromkeys(("affinity_start_iter", "seed", "min_size"), (0, None)),
+    **dict.fromkeys(("iou_thr", "draw_thr", "min_coverage"), (0, 1)),
+    "beyond": (0, None),
+}
+
+
+def _range_text(low, high) -> str:
+    if high is None:
+        return f">= {low}"
+    return f"from {low} to {high}"
+
+
+def _check_item(where: str, name: str, item, action) -> None:
+    """One value of a stage option against its argparse ``choices``, ``type`` and range."""
+    if action.choices is not None and item not in action.choices:
+        near = _near(str(item), [str(c) for c in action.choices])
+        raise ValueError(f"{where}: not one of {', '.join(map(str, action.choices))}{near}")
+    if action.type not in (int, float):
+        return
+    want = (int,) if action.type is int else (int, float)
+    if isinstance(item, bool) or not isinstance(item, want):
+        raise ValueError(f"{where}: want {'a whole number' if action.type is int else 'a number'}")
+    low, high = RANGES.get(name, (None, None))
+    if (low is not None and item < low) or (high is not None and item > high):
+        raise ValueError(f"{where}: want a value {_range_text(low, high)}")
+
+
+def check_options(pipeline: dict, path: str | os.PathLike) -> None:
+    """Every stage option's value against the parser of ``wsod <stage>`` (its ``choices`` and
+    ``type``, as on the command line) and :data:`RANGES`; flags want True or False.
+
+    Raises:
+        ValueError: naming ``path``, the option, its value and what it wants.
+    """
+    from wsod.commands import STAGES, stage_actions
+
+    for stage in STAGES:
+        section = pipeline.get(stage) or {}
+        actions = stage_actions(stage)
+        for name, value in section.items():
+            action = actions[name]
+            if value is None:
+                continue
+            where = f"{path}: {stage}.{name} = {value!r}"
+            if action.nargs == 0:  # store_true / store_const
+                if not (isinstance(value, bool) or value in (0, 1)):
+                    raise ValueError(f"{where}: want True or False")
+                continue
+            many = action.nargs in ("+", "*") or type(action).__name__ == "_AppendAction"
+            for item in value if many and isinstance(value, list | tuple) else [value]:
+                _check_item(where, name, item, action)
+
+
+# RoI layer), not built from a registry
+# (NMS and the RoI layer); and the CAM head's own option dicts, which it checks itself
+# (`scoring=dict(type=...)`, `refine=dict(type=...)`: _check_cam_options)
+_OP_TYPE_KEYS = ("nms", "roi_layer", "scoring", "refine")
+
+
+def _config_types(node, key: str = ""):
+    """``(dotted key, type name)`` of every ``dict(type='...')`` in a config tree."""
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), str) and key.rpartition(".")[2] not in _OP_TYPE_KEYS:
+            yield key or "type", node["type"]
+        for k, v in node.items():
+            yield from _config_types(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(node, list | tuple):
+        for i, v in enumerate(node):
+            yield from _config_types(v, f"{key}.{i}")
+
+
+def _registries() -> list:
+    """mmdet's registries (which import their modules on first look-up), mmengine's and mmcv's
+    transforms and layers: where a config's ``type`` names are looked up."""
+    import mmcv.cnn
+    import mmcv.transforms
+    import mmdet.registry
+    import mmengine.registry
+    from mmengine.registry import Registry
+
+    modules = (mmdet.registry, mmengine.registry, mmcv.transforms, mmcv.cnn)
+    found = {id(v): v for m in modules for v in vars(m).values() if isinstance(v, Registry)}
+    return list(found.values())
+
+
+def _registered(registry, name: str) -> bool:
+    try:
+        return registry.get(name) is not None
+    except Exception:  # noqa: BLE001 - an unknown scope prefix is "not there" too
+        return False
+
+
+def check_config_types(cfg, where: str) -> None:
+    """Refuse a config whose ``type`` names an unregistered class (a typo that would fail only
+    when its stage builds the model, hours later).
+
+    Raises:
+        ValueError: naming ``where``, the dotted key, the type and the nearest registered one.
+    """
+    registries = _registries()
+    for key, name in _config_types(cfg.to_dict()):
+        if any(_registered(r, name) for r in registries):
+            continue
+        known = {k for r in registries for k in r.module_dict}
+        raise ValueError(f"{where}: unknown type {name!r} at {key}{_near(name, known)}")
+    _check_cam_options(cfg, where)
+
+
+def _check_cam_options(cfg, where: str) -> None:
+    """The CAM head's ``scoring`` and ``refine`` dicts, by the head's own checks."""
+    head = (cfg.get("model") or {}).get("roi_head") or {}
+    if head.get("type") != "WSODCAMHead":
+        return
+    from wsod.models.roi_heads.cam_scoring import check_scoring
+    from wsod.models.roi_heads.cam_walks import check_refine
+
+    try:
+        check_scoring(head.get("scoring"))
+        check_refine(head.get("refine"), bool(head.get("affinity")))
+    except ValueError as e:
+        raise ValueError(f"{where}: model.roi_head: {e}") from None
+
+
+def _no_such_file(path, key: str, config: str) -> ValueError:
+    folder = Path(config).parent
+    names = [str(folder / f.name) for f in folder.glob("*.py")] if folder.is_dir() else []
+    return ValueError(
+        f"{path}: {key} = {config!r}: no such config file{_near(config, names)} (see configs/)"
+    )
+
+
+def check_config(
+    path: str | os.PathLike, key: str, config: str, section: dict, stage: str = "strong"
+):
+    """A stage's config file as its stage would prepare it: it exists and loads, the section's
+    ``cfg_options`` keys exist in it (the CLI's rule, ``+key`` for a new one), ``max_iters``
+    (and, for the weak stage, ``affinity_start_iter``) apply, every ``type`` is registered.
+
+    Returns:
+        The loaded ``Config`` with the section's settings applied.
+
+    Raises:
+        ValueError: naming ``path``, the key (``weak.config``, ...) and the fix.
+    """
+    from mmengine.config import Config
+
+    from wsod.commands import parse_cfg_options
+    from wsod.training.config import ConfigKeyError, merge_cfg_options, set_max_iters
+
+    if not Path(config).is_file():
+        raise _no_such_file(path, key, config)
+    where = f"{path}: {key} = {config!r}"
+    try:
+        cfg = Config.fromfile(str(config))
+    except Exception as e:  # noqa: BLE001 - any load error is the config's, named here
+        raise ValueError(f"{where} does not load: {e}") from None
+    try:
+        merge_cfg_options(cfg, parse_cfg_options(section.get("cfg_options")), config)
+        if section.get("max_iters") is not None:
+            set_max_iters(cfg, section["max_iters"])
+        if stage == "weak":
+            _check_phase(cfg, config, section)
+    except (ConfigKeyError, ValueError) as e:
+        raise ValueError(f"{path}: {stage}: {e}") from None
+    check_config_types(cfg, where)
+    return cfg
+
+
+def _check_phase(cfg, config: str, section: dict) -> None:
+    from wsod.models.affinity_phase_hook import schedule_error, set_phase_start
+
+    if section.get("affinity_start_iter") is not None:
+        set_phase_start(cfg, section["affinity_start_iter"], config)
+    if (why := schedule_error(cfg)) is not None:
+        raise ValueError(why)
+
+
+def _check_strategies(pipeline: dict, path) -> None:
+    """The de-noise chain as the stage builds it: registered strategies, known parameters."""
+    from wsod.denoise import STRATEGIES, build_chain
+
+    strategies = (pipeline.get("denoise") or {}).get("strategies")
+    try:
+        build_chain(strategies)
+    except KeyError as e:
+        name = str(e.args[0]).split("'")[1] if "'" in str(e.args[0]) else ""
+        raise ValueError(
+            f"{path}: denoise.strategies: {e.args[0]}{_near(name, STRATEGIES)}"
+        ) from None
+    except (ValueError, TypeError, OSError) as e:
+        raise ValueError(f"{path}: denoise.strategies: {e}") from None
+
+
+def _check_run_name(pipeline: dict, path) -> None:
+    """``run_name`` is read by nothing but this check: the run folder is named after the file
+    (``work_dirs/<file stem>``, ``RUN=`` to choose another)."""
+    name = pipeline.get("run_name")
+    if name is not None and name != Path(path).stem:
+        raise ValueError(
+            f"{path}: run_name = {name!r} is not read: the run folder is named after the "
+            f"pipeline file (work_dirs/{Path(path).stem}); remove the line and rename the file, "
+            "or give make RUN=work_dirs/<name>"
+        )
+
+
+def check_values(path: str | os.PathLike, named: str | os.PathLike | None = None) -> dict:
+    """The up-front check of a pipeline's values, before any stage runs (``make`` runs it when
+    it reads the pipeline; ``python -m wsod.pipeline FILE --check``): what :func:`load_pipeline`
+    checks (sections, option names), then option types and ranges (:func:`check_options`), the
+    top-level values, the weak, strong and reference configs (:func:`check_config`: they exist
+    and load, their ``cfg_options`` keys exist, their ``type`` names are registered; the weak
+    phases fit the schedule) and the de-noise strategies (registered, known parameters).
+
+    Args:
+        path: the pipeline file.
+        named: the file the user named when ``path`` is derived from it (the quick look):
+            ``run_name`` is compared with its name.
+
+    Returns:
+        The pipeline, checked.
+
+    Raises:
+        ValueError: the first wrong value, naming ``path``, the key and the fix.
+    """
+    pipeline = load_pipeline(path)
+    check_options(pipeline, path)
+    _check_run_name(pipeline, path if named is None else named)
+    _flag(path, "fsd", pipeline.get("fsd"))
+    _rounds(path, pipeline.get("rounds"))
+    weak, strong = pipeline.get("weak") or {}, pipeline.get("strong") or {}
+    weak_cfg = None
+    if weak.get("config"):
+        weak_cfg = check_config(path, "weak.config", weak["config"], weak, "weak")
+    from wsod.rescoring import black_box_mode
+
+    black_box_mode(pipeline.get("rescore_by_black_box"), weak_cfg, where=path)
+    if strong.get("config"):
+        check_config(path, "strong.config", strong["config"], strong)
+    fsd_config = pipeline.get("fsd_config")
+    if fsd_config and _flag(path, "fsd", pipeline.get("fsd")) == "1":
+        check_config(path, "fsd_config", fsd_config, strong)
+    _check_strategies(pipeline, path)
+    return pipeline
