@@ -139,7 +139,9 @@ def test_weak_stage_passes_allow_pickle_to_the_dataset(split3, tmp_path):
     plain.write_bytes(pickle_bytes(_props(split3)))
     split = json.loads(split3.read_text())
     ds = ConfigDict(type="WSODWeakDataset")
-    weak._set_dataset(ds, split3, split, plain)
+    # without --allow-pickle a pickle without its .npz twin is refused before anything is wired
+    with pytest.raises(weak.WeakStageError, match="without its .npz twin.*--allow-pickle"):
+        weak._set_dataset(ds, split3, split, plain)
     assert not ds.get("allow_pickle")
     weak._set_dataset(ds, split3, split, plain, allow_pickle=True)
     assert ds.allow_pickle is True

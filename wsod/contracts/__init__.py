@@ -32,6 +32,7 @@ from .core import (  # noqa: F401
     category_names,
     detections_by_image,
     detections_to_arrays,
+    ground_truth_marks,
     group_by_image,
     is_ignored,
     load_detections,

@@ -2,7 +2,7 @@
 
 SoS-WSOD-style retraining learns from the images whose pseudo labels are trustworthy (the
 labelled set) and treats the others as unlabelled (a teacher mines their boxes, restricted to
-their image labels: :mod:`wsod.models.semi`). ``reliable_images`` decides which is which: an
+their image labels: projects/soft_teacher). ``reliable_images`` decides which is which: an
 image's reliability is the score of its *least* certain labelled class (the best box of each
 labelled class, then the minimum over the classes; a labelled class without a box makes the
 image unreliable), as in ``image_filter``; instead of an absolute threshold, whose value depends
