@@ -66,7 +66,11 @@ def demo(tmp_path_factory) -> dict[str, Path]:
         "info": {"split_file": str(out / "train.json")},
         "images": gt["images"],
         "categories": gt["categories"],
-        "annotations": [{**a, "score": 0.9} for a in gt["annotations"]],
+        # pseudo labels as de-noise writes them: a score, no ground-truth-only field
+        "annotations": [
+            {**{k: v for k, v in a.items() if k != "difficult"}, "score": 0.9}
+            for a in gt["annotations"]
+        ],
     }
     write_json(out / "pseudo.json", pseudo)
     return {
