@@ -218,12 +218,13 @@ ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: re
 	    --quality-gt $(DATA)/train_gt.json --ablate
 
 # backbone_from_black_box = 1: every strong detector (and the reference, the same detector's
-# ceiling) starts its backbone from the black box's trained trunk (`wsod strong --init-backbone`)
+# ceiling) starts its backbone from the black box's trained trunk (`wsod strong --init-backbone`);
+# its stamp reruns them when the value is switched either way
 INIT_BACKBONE := $(if $(filter 1,$(PIPE_BACKBONE_FROM_BLACK_BOX)),$(WEAK)/weak_model.json)
 INIT_ARG := $(if $(INIT_BACKBONE),--init-backbone $(INIT_BACKBONE) )
 strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
 $(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json \
-		$(INIT_BACKBONE)
+		$(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE)
 	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
 	    $(INIT_ARG)--infer $(DATA)/val.json:$@
 
@@ -234,7 +235,7 @@ fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL
 # cores with detection and the strong detector instead. `make fsd` alone starts at once.
 FSD_AFTER := $(if $(filter all evaluate report,$(MAKECMDGOALS)),$(WEAK)/weak_model.json)
 $(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(FSD_CONFIG) $(STAMPS)/strong.json \
-		$(STAMPS)/fsd_config.json $(INIT_BACKBONE) | $(FSD_AFTER)
+		$(STAMPS)/fsd_config.json $(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE) | $(FSD_AFTER)
 	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
 	    --config $(FSD_CONFIG) $(INIT_ARG)--infer $(DATA)/val.json:$@
 

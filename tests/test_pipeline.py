@@ -35,6 +35,7 @@ def test_stamps_change_only_for_the_edited_section(tmp_path):
         "strong",
         "fsd_config",
         "rescore_by_black_box",
+        "backbone_from_black_box",
         "evaluate",
         "report",
     }

@@ -221,6 +221,7 @@ STAMPED_SECTIONS = (
     "strong",
     "fsd_config",
     "rescore_by_black_box",
+    "backbone_from_black_box",
     "evaluate",
     "report",
 )
