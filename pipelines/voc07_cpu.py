@@ -18,8 +18,10 @@ proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers
 # CAM it replaced (configs/cam/cam_mobilenetv2_4k_voc07-train_voc07-val.py):
 # docs/experiments/2026-12-03-cam-2k-to-4k.md; the other black boxes tried on VOC:
 # docs/experiments/2026-12-03-other-black-boxes.md
+# precision='auto': bf16 autocast where the CPU computes bf16 natively (fp32 elsewhere, and for
+# mmcv's NMS / RoIAlign always): docs/experiments/2026-12-06-bf16-autocast.md
 weak = dict(config='configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py',
-            seed=0)
+            seed=0, precision='auto')
 # top-1 box per labelled class, then only images whose every labelled class has a box scoring
 # >= min_score (threshold read off the black box's val detections, selection on the evaluation
 # split: docs/experiments/2026-12-03-denoise-image-filter.md)
@@ -45,4 +47,4 @@ denoise = dict(strategies=[
 # of the whole run, stage by stage: docs/results.md (headline run).
 strong = dict(
     config='configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py',
-    seed=0)
+    seed=0, precision='auto')
