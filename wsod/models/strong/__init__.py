@@ -2,3 +2,4 @@
 
 from .finite_loss_hook import NonFiniteLossError, WSODFiniteLossHook  # noqa: F401
 from .image_label_roi_head import WSODImageLabelRoIHead  # noqa: F401
+from .roi_drop_bbox_head import WSODRoIDropBBoxHead  # noqa: F401
