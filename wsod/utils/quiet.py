@@ -17,6 +17,8 @@ named here with why it is harmless; nothing else is hidden.
 - mmengine's ``System environment`` block, ``Config:`` dump and ``Hooks will be executed in
   the following order`` list (INFO, ~350 lines per Runner): the resolved config is saved beside
   the run (``weak_config.py``, ``strong_config.py``) and all three stay in the log file.
+- mmengine's ``Distributed training is not used, all SyncBatchNorm (SyncBN) layers ... reverted to
+  BatchNormXd`` (INFO, once per Runner): a one-process run; the configs name no SyncBN layer.
 - mmengine's ``"FileClient" will be deprecated`` and ``"HardDiskBackend" is the alias of
   "LocalBackend"`` (WARNING): its own checkpoint code uses the old names internally.
 """
@@ -37,6 +39,7 @@ HARMLESS_LOG_LINES = (
     "\nSystem environment:",
     " - INFO - Config:\n",
     " - INFO - Hooks will be executed in the following order:",
+    "Distributed training is not used, all SyncBatchNorm (SyncBN) layers",
     '"FileClient" will be deprecated in future',
     '"HardDiskBackend" is the alias of "LocalBackend"',
 )
