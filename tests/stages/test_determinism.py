@@ -67,6 +67,21 @@ def _same_detections(a: Path, b: Path, exact: bool) -> None:
         np.testing.assert_allclose(np.sort(va, 0), np.sort(vb, 0), atol=0.05, rtol=RTOL)
 
 
+def _same_seed_same_run(train) -> None:
+    """``train(name, threads, seed=0) -> (weights, detections json)``: one thread and the same
+    seed twice give bit-identical weights and detections; two threads the same within
+    tolerance; another seed other weights."""
+    a, a_dets = train("a", 1)
+    b, b_dets = train("b", 1)
+    assert _diff(a, b) == 0.0, "one thread, same seed: bit-identical weights"
+    _same_detections(a_dets, b_dets, exact=True)
+    c, c_dets = train("c", 2)
+    assert _diff(a, c) <= ATOL
+    _same_detections(a_dets, c_dets, exact=False)
+    other, _ = train("seed1", 1, seed=1)
+    assert _diff(a, other) > 100 * ATOL, "another seed must train other weights"
+
+
 @pytest.mark.slow
 def test_weak_stage_same_seed_same_weights_and_detections(voc_inputs, tmp_path):  # noqa: F811
     from wsod.stages.weak import run
@@ -89,15 +104,7 @@ def test_weak_stage_same_seed_same_weights_and_detections(voc_inputs, tmp_path):
         assert res["iterations"] == 2 and res["resumed_from"] is None
         return _weights(res["checkpoint"]), out
 
-    a, a_dets = train("a", 1)
-    b, b_dets = train("b", 1)
-    assert _diff(a, b) == 0.0, "one thread, same seed: bit-identical weights"
-    _same_detections(a_dets, b_dets, exact=True)
-    c, c_dets = train("c", 2)
-    assert _diff(a, c) <= ATOL
-    _same_detections(a_dets, c_dets, exact=False)
-    other, _ = train("seed1", 1, seed=1)
-    assert _diff(a, other) > 100 * ATOL, "another seed must train other weights"
+    _same_seed_same_run(train)
 
 
 @pytest.mark.slow
@@ -119,15 +126,7 @@ def test_strong_stage_same_seed_same_weights_and_detections(voc3, tmp_path):  # 
         assert res["iterations"] == 2 and res["resumed_from"] is None
         return _weights(res["checkpoint"]), out
 
-    a, a_dets = train("a", 1)
-    b, b_dets = train("b", 1)
-    assert _diff(a, b) == 0.0, "one thread, same seed: bit-identical weights"
-    _same_detections(a_dets, b_dets, exact=True)
-    c, c_dets = train("c", 2)
-    assert _diff(a, c) <= ATOL
-    _same_detections(a_dets, c_dets, exact=False)
-    other, _ = train("seed1", 1, seed=1)
-    assert _diff(a, other) > 100 * ATOL, "another seed must train other weights"
+    _same_seed_same_run(train)
 
 
 @pytest.mark.slow
