@@ -8,8 +8,13 @@ import torch
 from mmengine.logging import MessageHub
 from test_strong_configs import REPO, _cfg, _voc_sample
 
-ROIDROP = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
-PLAIN = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+ROIDROP = (
+    REPO
+    / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
+)
+PLAIN = (
+    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+)
 SCALE = (256, 256)
 
 
@@ -48,7 +53,9 @@ def _losses(model, voc_root):
 def test_before_the_warm_up_it_is_the_plain_head(voc_root):
     plain = _losses(_model(PLAIN), voc_root)
     drop_model = _model(ROIDROP, cls_thr=1e-6)  # would drop every positive once active
-    MessageHub.get_current_instance().update_info("iter", drop_model.roi_head.bbox_head.start_iter - 1)
+    MessageHub.get_current_instance().update_info(
+        "iter", drop_model.roi_head.bbox_head.start_iter - 1
+    )
     late = _losses(drop_model, voc_root)
     assert float(late["roi_drop"]) == 0
     for key in ("loss_cls", "loss_bbox"):

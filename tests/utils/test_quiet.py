@@ -29,8 +29,10 @@ def test_a_runner_logger_built_quietly_keeps_harmless_records_in_its_file_only(
     logger.info("paramwise_options -- backbone.blocks.5.0.conv_pw.weight:lr=0.001")
     logger.info("Config:\nmodel = dict(type='X')")
     logger.info("Hooks will be executed in the following order:\nbefore_run:\n(VERY_HIGH) X")
-    logger.info("Distributed training is not used, all SyncBatchNorm (SyncBN) layers in the model "
-                "will be automatically reverted to BatchNormXd layers if they are used.")
+    logger.info(
+        "Distributed training is not used, all SyncBatchNorm (SyncBN) layers in the model "
+        "will be automatically reverted to BatchNormXd layers if they are used."
+    )
     logger.info("Iter(train) [10/10]  lr: 1.0e-02  loss: 0.5")
     for handler in logger.handlers:
         handler.flush()

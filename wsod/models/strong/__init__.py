@@ -1,5 +1,4 @@
 """Modules of the strong stage (an mmdetection detector trained on pseudo labels)."""
 
 from .finite_loss_hook import NonFiniteLossError, WSODFiniteLossHook  # noqa: F401
-from .image_label_roi_head import WSODImageLabelRoIHead  # noqa: F401
 from .roi_drop_bbox_head import WSODRoIDropBBoxHead  # noqa: F401

@@ -48,8 +48,10 @@ class WSODRoIDropBBoxHead(Shared2FCBBoxHead):
         if self.cls_thr <= 0 or (self.reg_thr is not None and self.reg_thr <= 0):
             raise ValueError(f"roi_drop: thresholds must be > 0; got {roi_drop}")
         if self.reg_thr is not None and self.reg_decoded_bbox:
-            raise ValueError("roi_drop: reg_thr reads the regression loss on deltas; this head "
-                             "has reg_decoded_bbox=True (loss on decoded boxes)")
+            raise ValueError(
+                "roi_drop: reg_thr reads the regression loss on deltas; this head "
+                "has reg_decoded_bbox=True (loss on decoded boxes)"
+            )
 
     def active(self) -> bool:
         """Whether this training iteration is past the warm-up."""
@@ -95,10 +97,17 @@ class WSODRoIDropBBoxHead(Shared2FCBBoxHead):
             bbox_weights = bbox_weights.masked_fill(drop_reg[:, None], 0)
             dropped = drop_all.float().sum()
         losses = self.loss(
-            cls_score, bbox_pred, rois, labels, label_weights, bbox_targets, bbox_weights,
+            cls_score,
+            bbox_pred,
+            rois,
+            labels,
+            label_weights,
+            bbox_targets,
+            bbox_weights,
             reduction_override=reduction_override,
         )
         # logged beside the losses (mmengine logs every tensor whose key holds no 'loss')
         losses["roi_drop"] = dropped
-        return dict(loss_bbox=losses, bbox_targets=(labels, label_weights, bbox_targets,
-                                                     bbox_weights))
+        return dict(
+            loss_bbox=losses, bbox_targets=(labels, label_weights, bbox_targets, bbox_weights)
+        )
