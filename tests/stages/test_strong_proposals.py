@@ -112,7 +112,7 @@ def test_fast_rcnn_trains_and_detects_on_proposals(voc3, tmp_path):
         iou = box_iou(np.array([[x, y, x + w, y + h]]), props[files[d["image_id"]]]["bboxes"])
         assert iou.max() > 0.5, d
     meta = read_json(f"{out}.meta.json")
-    assert str(voc3["proposals"]) in meta["inputs"]
+    assert str(voc3["proposals"]) in meta["inputs_sha256"]
     resolved = (work / "strong_config.py").read_text()
     assert str(train_props.resolve()) in resolved and "FastRCNN" in resolved
     record = read_json(work / "strong_run.json")
