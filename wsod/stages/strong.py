@@ -155,9 +155,8 @@ def run(
         pseudo_labels: pseudo-label COCO instances json (boxes xywh + ``score``); None when
             ``fully_supervised_gt`` is given.
         work_dir: checkpoints, logs, resolved config and default outputs.
-        infer: ``(split_json, out_json or None)`` pairs, or ``(split_json, proposals or None,
-            out_json or None)`` triples for a config that reads proposals (None out:
-            ``<work_dir>/[fsd_]<split stem>_dets.json``).
+        infer: ``(split_json, [proposals or None,] out_json or None)`` (proposals: for a config
+            that reads them; None out: ``<work_dir>/[fsd_]<split stem>_dets.json``).
         cfg_options, resume, seed, max_iters, launcher, precision, init_backbone: the training
             flow's options (:func:`wsod.training.prepare_config`, ``wsod strong --help``).
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
@@ -165,9 +164,8 @@ def run(
         data_root: where images are; default from the training file (see module docstring).
         train_split: a weak-label split of the training images, for a ``strong_inputs``
             plug-in that needs image labels (e.g. ``projects/soft_teacher``).
-        train_proposals: the training images' proposals (``wsod proposals``), for a config
-            with ``reads_proposals = True`` (``configs/fast_rcnn/``); refused for any other.
-        allow_pickle: read a proposal ``.pkl`` that has no ``.npz`` twin (``--allow-pickle``).
+        train_proposals, allow_pickle: the training images' proposals, only for a config with
+            ``reads_proposals = True`` (``configs/fast_rcnn/``); ``--allow-pickle``.
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
@@ -187,23 +185,18 @@ def run(
     fully = fully_supervised_gt is not None
     train_file, prefix = Path(fully_supervised_gt if fully else pseudo_labels), "fsd_" * fully
     work_dir = Path(work_dir).resolve()
-    train_ann, classes, root = _training_boxes(train_file, fully, data_root)
+    train_ann, classes, root = _as_stage_error(read_training_boxes, train_file, fully, data_root)
     infer_pairs, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
     runtime = dict(work_dir=work_dir, seed=seed, launcher=launcher, precision=precision)
     runtime["init_backbone"] = init_backbone
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
-    infer_props = [(s, p) for s, p, _ in infer_pairs]
-    check = {"allow_pickle": allow_pickle, "error": StrongStageError}
-    props.check_proposals(cfg, config, (train_proposals, train_file), infer_props, **check)
+    _wire_proposals(cfg, config, (train_proposals, train_file, allow_pickle), infer_pairs)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
     split = Path(train_split) if train_split else None
     training = TrainingSet(str(config), train_ann, train_file, split, fully, root, work_dir, prefix)
     plugin, extra = _extra_inputs(cfg, training)
     _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, max_iters)
-    if train_proposals is not None:
-        inner = _inner_dataset(cfg.train_dataloader.dataset, str(config))
-        props.set_proposals(inner, train_proposals, allow_pickle)
     train = (train_ann, train_file, train_proposals)
     job, fingerprint = _train_job(cfg, config, ann_path, prefix, train, meta, extra)
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
@@ -264,17 +257,23 @@ def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) ->
     _ensure_finite_loss_hook(cfg)
 
 
-def _training_boxes(train_file: Path, fully: bool, data_root) -> tuple[dict, list[str], Path]:
-    """The training annotations, classes and image root (:func:`read_training_boxes`)."""
-    try:
-        return read_training_boxes(train_file, fully, data_root)
-    except TrainingFileError as e:
-        raise StrongStageError(str(e)) from e
+def _wire_proposals(cfg, config, train: tuple, infer_triples) -> None:
+    """Refuse proposals and a config that disagree (:func:`~wsod.training.proposal_inputs.
+    check_proposals`), then give the training dataset its proposals (``train = (training
+    proposals or None, training file, allow_pickle)``)."""
+    train_props, train_file, allow_pickle = train
+    infer_props = [(s, p) for s, p, _ in infer_triples]
+    check = {"allow_pickle": allow_pickle, "error": StrongStageError}
+    props.check_proposals(cfg, config, (train_props, train_file), infer_props, **check)
+    if train_props is not None:
+        inner = _inner_dataset(cfg.train_dataloader.dataset, str(config))
+        props.set_proposals(inner, train_props, allow_pickle)
 
 
-def _check_categories(cats: Sequence[Mapping], where: str) -> list[str]:
+def _as_stage_error(fn, *args):
+    """``fn(*args)`` with :class:`TrainingFileError` raised as :class:`StrongStageError`."""
     try:
-        return check_categories(cats, where)
+        return fn(*args)
     except TrainingFileError as e:
         raise StrongStageError(str(e)) from e
 
@@ -297,7 +296,7 @@ def _infer_splits(infer, work_dir: Path, prefix: str, classes, train_file: Path)
         split = contracts.load_split(split_path)
         if contracts.category_names(split) != classes:
             raise StrongStageError(f"{split_path}: classes differ from those of {train_file}")
-        _check_categories(split["categories"], str(split_path))
+        _as_stage_error(check_categories, split["categories"], str(split_path))
         splits.append(split)
     return triples, splits
 
