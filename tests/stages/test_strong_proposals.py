@@ -227,3 +227,13 @@ def test_cli_infer_entries():
     ]
     with pytest.raises(ValueError, match="SPLIT:PROPOSALS:OUT"):
         parse_infer(["a:b:c:d"])
+
+
+def test_predict_refuses_a_detector_that_reads_proposals():
+    """`wsod predict` computes no proposals for new images (yet): a clear refusal, not mmdet's
+    missing-RPN error."""
+    from wsod.stages.predict import PredictError, load_detector
+
+    with pytest.raises(PredictError, match="reads precomputed proposals") as err:
+        load_detector({"config": str(FAST_RCNN), "checkpoint": "missing.pth"}, "cpu")
+    assert "--infer SPLIT:PROPOSALS:OUT" in str(err.value)
