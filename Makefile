@@ -222,11 +222,19 @@ ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: re
 # its stamp reruns them when the value is switched either way
 INIT_BACKBONE := $(if $(filter 1,$(PIPE_BACKBONE_FROM_BLACK_BOX)),$(WEAK)/weak_model.json)
 INIT_ARG := $(if $(INIT_BACKBONE),--init-backbone $(INIT_BACKBONE) )
+# A strong (or reference) config with reads_proposals = True (configs/fast_rcnn/: no RPN) reads
+# the pipeline's proposals: $(call props_of,STRONG|FSD) the files it depends on,
+# $(call train_props_arg,...) its --train-proposals and $(call infer_props,...,SPLIT) the
+# :PROPOSALS part of its --infer SPLIT:PROPOSALS:OUT (all empty for an RPN detector)
+props_on = $(filter 1,$(PIPE_$(1)_READS_PROPOSALS))
+props_of = $(if $(call props_on,$(1)),$(PROPS)/train.pkl $(PROPS)/val.pkl)
+train_props_arg = $(if $(call props_on,$(1)),--train-proposals $(PROPS)/train.pkl )
+infer_props = $(if $(call props_on,$(1)),:$(PROPS)/$(2).pkl)
 strong: $(STRONG)/val_dets.json  ## train the mmdet detector on pseudo labels, detect on val
 $(STRONG)/val_dets.json: $(DENOISE)/pseudo_train.json $(DATA)/val.json $(STRONG_CONFIG) $(STAMPS)/strong.json \
-		$(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE)
+		$(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE) $(call props_of,STRONG)
 	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --pseudo-labels $< --work-dir $(STRONG) \
-	    $(INIT_ARG)--infer $(DATA)/val.json:$@
+	    $(INIT_ARG)$(call train_props_arg,STRONG)--infer $(DATA)/val.json$(call infer_props,STRONG,val):$@
 
 fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL boxes (upper bound)
 # No later stage reads the reference, while the black box's training is the head of the critical
@@ -235,9 +243,10 @@ fsd: $(FSDDIR)/val_dets.json  ## fully supervised reference: same config on REAL
 # cores with detection and the strong detector instead. `make fsd` alone starts at once.
 FSD_AFTER := $(if $(filter all evaluate report,$(MAKECMDGOALS)),$(WEAK)/weak_model.json)
 $(FSDDIR)/val_dets.json: $(DATA)/train_gt.json $(DATA)/val.json $(FSD_CONFIG) $(STAMPS)/strong.json \
-		$(STAMPS)/fsd_config.json $(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE) | $(FSD_AFTER)
+		$(STAMPS)/fsd_config.json $(STAMPS)/backbone_from_black_box.json $(INIT_BACKBONE) \
+		$(call props_of,FSD) | $(FSD_AFTER)
 	$(WSOD) strong --pipeline $(STAGE_PIPELINE) --fully-supervised-gt $< --work-dir $(FSDDIR) \
-	    --config $(FSD_CONFIG) $(INIT_ARG)--infer $(DATA)/val.json:$@
+	    --config $(FSD_CONFIG) $(INIT_ARG)$(call train_props_arg,FSD)--infer $(DATA)/val.json$(call infer_props,FSD,val):$@
 
 # Round r (1..ROUNDS) lives in $(RUN)/round<r>/: train_dets.json (the previous strong detector on
 # train), pseudo_train.json (de-noised again) and strong/ (the next detector).
@@ -245,14 +254,14 @@ round_dir = $(RUN)/round$(1)
 strong_dir = $(if $(filter 0,$(1)),$(STRONG),$(RUN)/round$(1)/strong)
 pseudo_of = $(if $(filter 0,$(1)),$(DENOISE)/pseudo_train.json,$(RUN)/round$(1)/pseudo_train.json)
 define ROUND_RULES
-$(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json
+$(call round_dir,$(1))/train_dets.json: $(call strong_dir,$(2))/val_dets.json $(DATA)/train.json $$(call props_of,STRONG)
 	$$(WSOD) strong --pipeline $$(STAGE_PIPELINE) --pseudo-labels $(call pseudo_of,$(2)) \
-	    --work-dir $(call strong_dir,$(2)) $$(INIT_ARG)--infer $$(DATA)/train.json:$$@
+	    --work-dir $(call strong_dir,$(2)) $$(INIT_ARG)$$(call train_props_arg,STRONG)--infer $$(DATA)/train.json$$(call infer_props,STRONG,train):$$@
 $(call round_dir,$(1))/pseudo_train.json: $(call round_dir,$(1))/train_dets.json $(DATA)/train.json $$(STAMPS)/denoise.json
 	$$(WSOD) denoise --pipeline $$(STAGE_PIPELINE) --detections $$< --split $$(DATA)/train.json --out $$@
-$(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(STAMPS)/strong.json
+$(call strong_dir,$(1))/val_dets.json: $(call round_dir,$(1))/pseudo_train.json $$(DATA)/val.json $$(STRONG_CONFIG) $$(STAMPS)/strong.json $$(call props_of,STRONG)
 	$$(WSOD) strong --pipeline $$(STAGE_PIPELINE) --pseudo-labels $$< --work-dir $(call strong_dir,$(1)) \
-	    $$(INIT_ARG)--infer $$(DATA)/val.json:$$@
+	    $$(INIT_ARG)$$(call train_props_arg,STRONG)--infer $$(DATA)/val.json$$(call infer_props,STRONG,val):$$@
 endef
 $(foreach r,$(ROUND_IDS),$(eval $(call ROUND_RULES,$(r),$(words $(wordlist 2,$(r),0 $(ROUND_IDS))))))
 rounds: $(foreach r,$(ROUND_IDS),$(call strong_dir,$(r))/val_dets.json)  ## self-training rounds (ROUNDS=N)

@@ -212,11 +212,10 @@ def test_image_rescoring_options_come_from_python(tmp_path):
     assert f"--cfg-options {options} --infer" in " ".join(line.split())
 
 
-def _rule(tmp_path, goal, target):
+def _rule(tmp_path, goal, target, pipeline=REPO / "pipelines/voc07_cpu.py", *extra):
     """The prerequisites make resolved for ``target`` when asked for ``goal`` (`make -pn`)."""
     out = subprocess.run(
-        ["make", "-pn", goal, f"RUN={tmp_path}/run", "FSD=1",
-         f"PIPELINE={REPO}/pipelines/voc07_cpu.py"],
+        ["make", "-pn", goal, f"RUN={tmp_path}/run", "FSD=1", f"PIPELINE={pipeline}", *extra],
         cwd=REPO, capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
     return next(ln for ln in out.splitlines() if ln.startswith(f"{tmp_path}/run/{target}:"))
@@ -242,3 +241,43 @@ def test_backbone_from_black_box_reaches_every_strong_training(tmp_path):
     assert all(init in ln for ln in trainings), trainings
     plain = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={REPO}/pipelines/voc07_cpu.py"))
     assert "--init-backbone" not in plain
+
+
+def test_a_strong_config_that_reads_proposals_gets_the_pipelines(tmp_path):
+    """reads_proposals = True (Fast R-CNN, no RPN): the strong detector, the reference and the
+    self-training rounds get ``$(PROPS)/train.pkl`` to train on and each split's proposals to
+    detect with, and depend on them; an RPN detector gets none."""
+    run = f"{tmp_path}/run"
+    fast = REPO / "pipelines/voc07_cpu_fast_rcnn.py"
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={fast}", "FSD=1", "ROUNDS=1"))
+    text = (tmp_path / "run" / ".pipeline" / "vars.mk").read_text()
+    assert (
+        "PIPE_STRONG_READS_PROPOSALS := 1\n" in text and "PIPE_FSD_READS_PROPOSALS := 1\n" in text
+    )
+    trainings = [" ".join(ln.split()) for ln in out.splitlines() if "-m wsod strong" in ln]
+    assert len(trainings) == 4, trainings  # strong, its relabelling of train, round 1, fsd
+    assert all(f"--train-proposals {run}/proposals/train.pkl " in ln for ln in trainings)
+    for split, out_file in (
+        ("val", "strong/val_dets.json"),
+        ("train", "round1/train_dets.json"),
+        ("val", "round1/strong/val_dets.json"),
+        ("val", "fsd/val_dets.json"),
+    ):
+        infer = f"--infer {run}/data/{split}.json:{run}/proposals/{split}.pkl:{run}/{out_file}"
+        assert any(infer in ln for ln in trainings), (infer, trainings)
+    props = f"{run}/proposals/train.pkl {run}/proposals/val.pkl"
+    for goal, target in (
+        ("all", "strong/val_dets.json"),
+        ("fsd", "fsd/val_dets.json"),
+        ("rounds", "round1/train_dets.json"),
+        ("rounds", "round1/strong/val_dets.json"),
+    ):
+        rule = _rule(tmp_path, goal, target, fast, "ROUNDS=1")
+        assert props in rule, (target, rule)
+
+    plain = REPO / "pipelines/voc07_cpu.py"
+    out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={plain}", "FSD=1", "ROUNDS=1"))
+    trainings = [ln for ln in out.splitlines() if "-m wsod strong" in ln]
+    assert len(trainings) == 4 and not any("proposals/" in ln for ln in trainings), trainings
+    for target in ("strong/val_dets.json", "fsd/val_dets.json"):
+        assert "proposals/" not in _rule(tmp_path, "all", target, plain, "ROUNDS=1")

@@ -315,7 +315,7 @@ def test_cli_reaches_run(monkeypatch, capsys):
         ]
     )
     assert rc == 0
-    assert seen["infer"] == [("val.json", "out.json"), ("train.json", None)]
+    assert seen["infer"] == [("val.json", None, "out.json"), ("train.json", None, None)]
     assert seen["cfg_options"] == {
         "optim_wrapper.optimizer.lr": 0.001,
         "train_dataloader.batch_size": 1,

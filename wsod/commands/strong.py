@@ -35,6 +35,12 @@ EXAMPLES = """examples:
       --fully-supervised-gt work_dirs/demo/data/train_gt.json --work-dir work_dirs/demo/fsd \\
       --infer work_dirs/demo/data/val.json
 
+  # Fast R-CNN on the pipeline's selective-search proposals (no RPN: reads_proposals = True)
+  wsod strong --config configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
+      --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
+      --train-proposals work_dirs/voc07_cpu/proposals/train.pkl \\
+      --infer work_dirs/voc07_cpu/data/val.json:work_dirs/voc07_cpu/proposals/val.pkl:work_dirs/voc07_cpu/strong/val_dets.json
+
   # the backbone from the black box's trunk (Lite0 CAM -> Lite0 Faster R-CNN), bf16 autocast
   wsod strong --config configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
@@ -65,9 +71,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--infer",
         action="append",
-        metavar="SPLIT[:OUT]",
+        metavar="SPLIT[:PROPOSALS][:OUT]",
         help="detect on a split json after training; OUT defaults to "
-        "<work-dir>/[fsd_]<split>_dets.json (repeatable)",
+        "<work-dir>/[fsd_]<split>_dets.json; PROPOSALS (.pkl/.npz, `wsod proposals`) only "
+        "for a config that reads them (reads_proposals = True) (repeatable)",
+    )
+    p.add_argument(
+        "--train-proposals",
+        metavar="PKL",
+        help="the training images' proposals (`wsod proposals`), for a config that reads "
+        "them instead of an RPN (reads_proposals = True: configs/fast_rcnn/); part of the run",
+    )
+    p.add_argument(
+        "--allow-pickle",
+        action="store_const",
+        const=True,
+        help="allow a --train-proposals/--infer .pkl that has no .npz twin (unpickling runs "
+        "code in the file: trusted files only)",
     )
     add_config_options(p, "train_cfg.max_iters=100")
     p.add_argument("--data-root", help="image folder [the training file's info.data_root]")
@@ -90,19 +110,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_precision_option(p)
 
 
-def parse_infer(items) -> list[tuple[str, str | None]]:
-    """``["SPLIT:OUT", "SPLIT", [split, out]]`` -> ``[(split, out or None), ...]``."""
-    pairs = []
+PROPOSAL_SUFFIXES = (".pkl", ".npz")
+
+
+def parse_infer(items) -> list[tuple[str, str | None, str | None]]:
+    """``["SPLIT", "SPLIT:OUT", "SPLIT:PROPOSALS", "SPLIT:PROPOSALS:OUT", [split, out],
+    [split, proposals, out]]`` -> ``[(split, proposals or None, out or None), ...]``. A
+    two-part entry whose second part ends in ``.pkl``/``.npz`` names proposals (detections are
+    json); ``SPLIT::OUT`` and ``SPLIT:PROPOSALS:`` leave a part out."""
+    triples = []
     for item in items or []:
-        if isinstance(item, str):
-            parts = item.split(":")
-            if len(parts) > 2 or not parts[0]:
-                raise ValueError(f"--infer {item!r}: want SPLIT or SPLIT:OUT")
-            pairs.append((parts[0], parts[1] if len(parts) == 2 and parts[1] else None))
-        else:
-            split, *rest = list(item)
-            pairs.append((split, rest[0] if rest else None))
-    return pairs
+        parts = item.split(":") if isinstance(item, str) else [str(x) for x in item]
+        if len(parts) > 3 or not parts[0]:
+            raise ValueError(
+                f"--infer {item!r}: want SPLIT, SPLIT:OUT, SPLIT:PROPOSALS or SPLIT:PROPOSALS:OUT"
+            )
+        if len(parts) == 2:
+            is_props = parts[1].endswith(PROPOSAL_SUFFIXES)
+            parts = [parts[0], parts[1], ""] if is_props else [parts[0], "", parts[1]]
+        split, props, out = (parts + ["", ""])[:3]
+        triples.append((split, props or None, out or None))
+    return triples
 
 
 def execute(args: argparse.Namespace) -> int:

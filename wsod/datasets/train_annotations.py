@@ -4,10 +4,11 @@ strong stage's training annotations (validated by :mod:`wsod.contracts.train_ann
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wsod import contracts
+from wsod.utils.io import read_json
 
 
 def build_train_annotations(data: Mapping, *, fully_supervised: bool = False) -> dict:
@@ -90,3 +91,58 @@ def _split_file(info: Mapping, path: str | os.PathLike) -> Path | None:
     if not split_path.is_absolute() and not split_path.is_file():
         split_path = Path(path).parent / split_path
     return split_path
+
+
+class TrainingFileError(ValueError):
+    """A training file the strong stage cannot train on; the message names it and the fix."""
+
+
+def check_categories(cats: Sequence[Mapping], where: str) -> list[str]:
+    """The class names of ``cats``, whose ids must be ``1..K`` (:class:`TrainingFileError`)."""
+    ids = [int(c["id"]) for c in sorted(cats, key=lambda c: c["id"])]
+    if ids != list(range(1, len(ids) + 1)):
+        raise TrainingFileError(
+            f"{where}: category ids must be 1..K (got {ids}); regenerate the split with `wsod data`"
+        )
+    return contracts.category_names({"categories": list(cats)})
+
+
+def read_training_boxes(
+    train_file: Path, fully: bool, data_root: str | os.PathLike | None
+) -> tuple[dict, list[str], Path]:
+    """The strong stage's training annotations (:func:`build_train_annotations`), classes and
+    image root, from pseudo labels or (``fully``: the reference) a split's real boxes.
+
+    Raises:
+        TrainingFileError: the message names the file and the fix.
+    """
+    if fully:
+        data = contracts.validate_gt(read_json(train_file), where=str(train_file))
+        info = data.get("info") or {}
+        if info.get("has_boxes") is False or info.get("boxed_images") is not None:
+            raise TrainingFileError(
+                f"{train_file}: the fully supervised reference needs boxes on every train image "
+                "and this data has them for some or none (tags-only data); set fsd = 0 in the "
+                "pipeline or run make with FSD=0"
+            )
+    else:
+        data = read_json(train_file)
+        marks = contracts.ground_truth_marks(data) if isinstance(data, Mapping) else []
+        if marks:
+            raise TrainingFileError(
+                f"{train_file}: this is a split's eval-only ground truth ({'; '.join(marks)}), "
+                "not pseudo labels; train on the de-noise stage's output (make denoise), or give "
+                "real boxes as the labelled reference with --fully-supervised-gt (make fsd)"
+            )
+        data = contracts.validate_pseudo_labels(data, where=str(train_file))
+    classes = check_categories(data["categories"], str(train_file))
+    try:
+        root = train_data_root(data, train_file, data_root).resolve()
+    except ValueError as e:
+        raise TrainingFileError(str(e)) from e
+    if not root.is_dir():
+        raise TrainingFileError(f"{train_file}: image folder {root} not found; pass --data-root")
+    train_ann = build_train_annotations(data, fully_supervised=fully)
+    if not train_ann["annotations"]:
+        raise TrainingFileError(f"{train_file}: no boxes to train on; check the de-noise stage")
+    return train_ann, classes, root

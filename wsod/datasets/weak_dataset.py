@@ -40,11 +40,11 @@ import numpy as np
 import torch
 from mmcv.transforms import BaseTransform
 from mmdet.datasets import BaseDetDataset
-from mmdet.datasets.transforms import PackDetInputs
 from mmdet.registry import DATASETS, TRANSFORMS
-from mmdet.structures.bbox import BaseBoxes, HorizontalBoxes
+from mmdet.structures.bbox import HorizontalBoxes
 
-from wsod.contracts import ContractError, detections_by_image, load_detections, load_split
+from wsod.contracts import detections_by_image, load_detections, load_split
+from wsod.datasets.proposal_dataset import WSODPackDetInputs, attach_proposals, proposal_path
 from wsod.utils.boxes import box_iou
 
 
@@ -146,25 +146,8 @@ class WSODWeakDataset(BaseDetDataset):
 
     def load_proposals(self) -> None:
         """Attach ``proposals`` to each item, keyed by ``file_name`` (mmdet key as fallback)."""
-        path = self.proposal_file
-        if not osp.isabs(path) and self.data_root:
-            path = osp.join(self.data_root, path)
-        props = read_proposal_file(path, allow_pickle=self.allow_pickle)
-        missing = []
-        for info in self.data_list:
-            key = info["file_name"]
-            if key not in props:
-                img_path = info["img_path"]
-                key = osp.join(osp.basename(osp.dirname(img_path)), osp.basename(img_path))
-            if key not in props:
-                missing.append(info["file_name"])
-                continue
-            info["proposals"] = props[key]
-        if missing:
-            raise ContractError(
-                f"{path}: {len(missing)} images of {self.ann_file} have no proposals, e.g. "
-                f"{missing[:3]}; run `wsod proposals` on this split"
-            )
+        path = proposal_path(self.proposal_file, self.data_root)
+        attach_proposals(self.data_list, path, self.ann_file, self.allow_pickle)
 
     def filter_data(self) -> list[dict]:
         if self.test_mode or not self.filter_empty:
@@ -251,8 +234,9 @@ class WSODLoadProposals(BaseTransform):
 
 
 @TRANSFORMS.register_module()
-class WSODPackWeakInputs(PackDetInputs):
-    """``PackDetInputs`` + ``image_labels`` (metainfo, 0-based class indices)."""
+class WSODPackWeakInputs(WSODPackDetInputs):
+    """``PackDetInputs`` + ``image_labels`` (metainfo, 0-based class indices); proposals may
+    be ``HorizontalBoxes`` (:class:`~wsod.datasets.proposal_dataset.WSODPackDetInputs`)."""
 
     def __init__(
         self,
@@ -270,9 +254,6 @@ class WSODPackWeakInputs(PackDetInputs):
         super().__init__(meta_keys=meta_keys)
 
     def transform(self, results: dict) -> dict:
-        props = results.get("proposals")
-        if isinstance(props, BaseBoxes):
-            results["proposals"] = props.tensor.numpy().astype(np.float32)
         results.setdefault("image_labels", [])
         results.setdefault("flip", False)
         results.setdefault("flip_direction", None)

@@ -94,6 +94,19 @@ def weak_trains_on_proposals(pipeline: dict) -> bool:
     return trains_on_proposals(cfg)
 
 
+def config_reads_proposals(config: str | os.PathLike | None) -> bool:
+    """Whether a strong config's detector reads precomputed proposals (``reads_proposals =
+    True``: ``configs/fast_rcnn/``), so make gives it the pipeline's; False for a missing file
+    (the check names it). Read without importing the model code."""
+    from mmengine.config import Config
+
+    from wsod.training.proposal_inputs import reads_proposals
+
+    if not config or not Path(config).is_file():
+        return False
+    return reads_proposals(Config.fromfile(str(config), import_custom_modules=False))
+
+
 def _weak_config(pipeline: dict):
     """The weak section's config (mmengine ``Config``, custom modules not imported), or None
     when the pipeline names none or the file is missing."""
@@ -165,6 +178,8 @@ def make_values(path: str | os.PathLike, named: str | os.PathLike | None = None)
         "PIPE_WEAK_CONFIG": weak.get("config") or "",
         "PIPE_WEAK_TRAIN_READS_PROPOSALS": str(int(weak_trains_on_proposals(pipeline))),
         "PIPE_STRONG_CONFIG": strong_config,
+        "PIPE_STRONG_READS_PROPOSALS": str(int(config_reads_proposals(strong_config))),
+        "PIPE_FSD_READS_PROPOSALS": str(int(config_reads_proposals(fsd_config))),
         "PIPE_FSD": _flag(path, "fsd", pipeline.get("fsd")),
         "PIPE_BACKBONE_FROM_BLACK_BOX": _flag(
             path, "backbone_from_black_box", pipeline.get("backbone_from_black_box")

@@ -162,6 +162,37 @@ def load_proposals(
     return validate_proposals(obj, where=str(path))
 
 
+def require_proposal_file(
+    proposals: str | os.PathLike, split_path: str | os.PathLike, allow_pickle: bool = False
+) -> None:
+    """Refuse, before a training stage writes anything, a proposal file that is missing (nor its
+    ``.npz`` twin) or a ``.pkl`` without its safe ``.npz`` twin and without the user's
+    ``--allow-pickle`` (the dataset would refuse it only once the runner builds it, after the
+    work dir was made). Shared by the weak and the strong stage.
+
+    Raises:
+        ProposalFileError: the message names the file and the fix.
+    """
+    path = Path(proposals)
+    if not (path.is_file() or path.with_suffix(".npz").is_file()):
+        raise ProposalFileError(
+            f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
+        )
+    if allow_pickle or path.suffix != ".pkl" or npz_twin(path).is_file():
+        return
+    raise ProposalFileError(
+        f"{proposals}: a pickle without its .npz twin; unpickling runs code in the file: "
+        "give --allow-pickle for a trusted file, or rerun `wsod proposals` (it writes the twin)"
+    )
+
+
+def proposal_file_read(proposals: str | os.PathLike) -> Path:
+    """The file :func:`load_proposals` reads for ``proposals``: the ``.npz`` twin when present,
+    else the file itself (what a training run's fingerprint hashes)."""
+    twin = npz_twin(proposals)
+    return twin if twin.is_file() else Path(proposals)
+
+
 def save_proposals(
     path: str | os.PathLike, props: Mapping[str, Mapping[str, np.ndarray]], **meta
 ) -> Path:

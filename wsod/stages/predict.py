@@ -208,8 +208,15 @@ def load_detector(strong: Mapping, device: str):
     from mmengine.config import Config
 
     import wsod.models  # noqa: F401  (registers wsod's modules, as the config's custom_imports)
+    from wsod.training.proposal_inputs import reads_proposals
 
     cfg = Config.fromfile(strong["config"])
+    if reads_proposals(cfg):
+        raise PredictError(
+            f"{strong['config']}: this detector reads precomputed proposals (reads_proposals = "
+            "True, e.g. Fast R-CNN) and `wsod predict` computes none for new images yet; "
+            "detect with `wsod strong --infer SPLIT:PROPOSALS:OUT` on a split of them"
+        )
     # no ImageNet download: the checkpoint has every weight (as init_detector does by default;
     # a semi-supervised model, e.g. SoftTeacher, holds the backbone in model.detector)
     model_cfg = cfg.model.get("detector", cfg.model)

@@ -11,7 +11,9 @@ Inputs:
     config, same schedule, real boxes. Its outputs say so (meta ``supervision``) and their
     default names start with ``fsd_``.
     ``infer``: ``[(split_json, out_json or None), ...]`` weak-label splits to detect on (val for
-    evaluation, train for self-training rounds).
+    evaluation, train for self-training rounds). ``train_proposals`` and ``(split_json,
+    proposals, out_json)`` triples: precomputed proposals for a config with ``reads_proposals =
+    True`` (a detector without an RPN, ``configs/fast_rcnn/``; :mod:`wsod.training.proposal_inputs`).
 
 Extra training inputs (:mod:`wsod.training.extra_inputs`): a config with ``strong_inputs =
 dict(type=...)`` names a registered plug-in (its module in the config's ``custom_imports``, e.g.
@@ -62,9 +64,16 @@ from typing import Any
 
 from wsod import contracts
 from wsod import training as tr
-from wsod.datasets.train_annotations import build_train_annotations, resolve_root, train_data_root
+from wsod.datasets.train_annotations import (
+    TrainingFileError,
+    build_train_annotations,
+    check_categories,
+    read_training_boxes,
+    resolve_root,
+)
+from wsod.training import proposal_inputs as props
 from wsod.training.extra_inputs import ExtraInputs, StrongInputs, TrainingSet, build_strong_inputs
-from wsod.utils.io import read_json, write_json_artifact
+from wsod.utils.io import write_json_artifact
 
 __all__ = ["StrongStageError", "build_train_annotations", "run"]
 
@@ -77,16 +86,6 @@ class StrongStageError(ValueError):
 
 
 _ERRORS = {"error": StrongStageError, "hint": "see configs/faster_rcnn/"}
-
-
-# --------------------------------------------------------------------------- training boxes
-def _check_categories(cats: Sequence[Mapping], where: str) -> list[str]:
-    ids = [int(c["id"]) for c in sorted(cats, key=lambda c: c["id"])]
-    if ids != list(range(1, len(ids) + 1)):
-        raise StrongStageError(
-            f"{where}: category ids must be 1..K (got {ids}); regenerate the split with `wsod data`"
-        )
-    return contracts.category_names({"categories": list(cats)})
 
 
 # --------------------------------------------------------------------------- dataset wiring
@@ -135,7 +134,7 @@ def run(
     pseudo_labels: str | os.PathLike | None,
     work_dir: str | os.PathLike,
     *,
-    infer: Sequence[tuple[str | os.PathLike, str | os.PathLike | None]] | None = None,
+    infer: Sequence[tuple] | None = None,
     cfg_options: Mapping | None = None,
     resume: bool = True,
     seed: int = 0,
@@ -146,6 +145,8 @@ def run(
     train_split: str | os.PathLike | None = None,
     precision: str = "fp32",
     init_backbone: str | os.PathLike | None = None,
+    train_proposals: str | os.PathLike | None = None,
+    allow_pickle: bool = False,
 ) -> dict:
     """Train ``config`` on pseudo labels (or real boxes) with mmengine's Runner, then infer.
 
@@ -154,8 +155,8 @@ def run(
         pseudo_labels: pseudo-label COCO instances json (boxes xywh + ``score``); None when
             ``fully_supervised_gt`` is given.
         work_dir: checkpoints, logs, resolved config and default outputs.
-        infer: ``(split_json, out_json or None)`` pairs (None out:
-            ``<work_dir>/[fsd_]<split stem>_dets.json``).
+        infer: ``(split_json, [proposals or None,] out_json or None)`` (proposals: for a config
+            that reads them; None out: ``<work_dir>/[fsd_]<split stem>_dets.json``).
         cfg_options, resume, seed, max_iters, launcher, precision, init_backbone: the training
             flow's options (:func:`wsod.training.prepare_config`, ``wsod strong --help``).
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
@@ -163,6 +164,8 @@ def run(
         data_root: where images are; default from the training file (see module docstring).
         train_split: a weak-label split of the training images, for a ``strong_inputs``
             plug-in that needs image labels (e.g. ``projects/soft_teacher``).
+        train_proposals, allow_pickle: the training images' proposals, only for a config with
+            ``reads_proposals = True`` (``configs/fast_rcnn/``); ``--allow-pickle``.
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
@@ -182,24 +185,24 @@ def run(
     fully = fully_supervised_gt is not None
     train_file, prefix = Path(fully_supervised_gt if fully else pseudo_labels), "fsd_" * fully
     work_dir = Path(work_dir).resolve()
-    train_ann, classes, root = _training_boxes(train_file, fully, data_root)
+    train_ann, classes, root = _as_stage_error(read_training_boxes, train_file, fully, data_root)
     infer_pairs, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
     runtime = dict(work_dir=work_dir, seed=seed, launcher=launcher, precision=precision)
     runtime["init_backbone"] = init_backbone
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
+    _wire_proposals(cfg, config, (train_proposals, train_file, allow_pickle), infer_pairs)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
     split = Path(train_split) if train_split else None
     training = TrainingSet(str(config), train_ann, train_file, split, fully, root, work_dir, prefix)
     plugin, extra = _extra_inputs(cfg, training)
     _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, max_iters)
-    job, fingerprint = _train_job(
-        cfg, config, ann_path, prefix, (train_ann, train_file), meta, extra
-    )
+    train = (train_ann, train_file, train_proposals)
+    job, fingerprint = _train_job(cfg, config, ann_path, prefix, train, meta, extra)
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
     outputs = []
-    for (split_path, out), split in zip(infer_pairs, infer_splits, strict=True):
-        where = (split_path, split, out, train_file)
+    for (split_path, split_props, out), split in zip(infer_pairs, infer_splits, strict=True):
+        where = (split_path, split, out, train_file, (split_props, allow_pickle))
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
     summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
     summary.update(work_dir=str(work_dir), supervision=meta["extra"]["supervision"])
@@ -254,72 +257,64 @@ def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) ->
     _ensure_finite_loss_hook(cfg)
 
 
-def _training_boxes(
-    train_file: Path, fully: bool, data_root: str | os.PathLike | None
-) -> tuple[dict, list[str], Path]:
-    """The training annotations (:func:`build_train_annotations`), classes and image root."""
-    if fully:
-        data = contracts.validate_gt(read_json(train_file), where=str(train_file))
-        info = data.get("info") or {}
-        if info.get("has_boxes") is False or info.get("boxed_images") is not None:
-            raise StrongStageError(
-                f"{train_file}: the fully supervised reference needs boxes on every train image "
-                "and this data has them for some or none (tags-only data); set fsd = 0 in the "
-                "pipeline or run make with FSD=0"
-            )
-    else:
-        data = read_json(train_file)
-        marks = contracts.ground_truth_marks(data) if isinstance(data, Mapping) else []
-        if marks:
-            raise StrongStageError(
-                f"{train_file}: this is a split's eval-only ground truth ({'; '.join(marks)}), "
-                "not pseudo labels; train on the de-noise stage's output (make denoise), or give "
-                "real boxes as the labelled reference with --fully-supervised-gt (make fsd)"
-            )
-        data = contracts.validate_pseudo_labels(data, where=str(train_file))
-    classes = _check_categories(data["categories"], str(train_file))
+def _wire_proposals(cfg, config, train: tuple, infer_triples) -> None:
+    """Refuse proposals and a config that disagree (:func:`~wsod.training.proposal_inputs.
+    check_proposals`), then give the training dataset its proposals (``train = (training
+    proposals or None, training file, allow_pickle)``)."""
+    train_props, train_file, allow_pickle = train
+    infer_props = [(s, p) for s, p, _ in infer_triples]
+    check = {"allow_pickle": allow_pickle, "error": StrongStageError}
+    props.check_proposals(cfg, config, (train_props, train_file), infer_props, **check)
+    if train_props is not None:
+        inner = _inner_dataset(cfg.train_dataloader.dataset, str(config))
+        props.set_proposals(inner, train_props, allow_pickle)
+
+
+def _as_stage_error(fn, *args):
+    """``fn(*args)`` with :class:`TrainingFileError` raised as :class:`StrongStageError`."""
     try:
-        root = train_data_root(data, train_file, data_root).resolve()
-    except ValueError as e:
+        return fn(*args)
+    except TrainingFileError as e:
         raise StrongStageError(str(e)) from e
-    if not root.is_dir():
-        raise StrongStageError(f"{train_file}: image folder {root} not found; pass --data-root")
-    train_ann = build_train_annotations(data, fully_supervised=fully)
-    if not train_ann["annotations"]:
-        raise StrongStageError(f"{train_file}: no boxes to train on; check the de-noise stage")
-    return train_ann, classes, root
 
 
 def _infer_splits(infer, work_dir: Path, prefix: str, classes, train_file: Path):
-    """``(split, out)`` pairs (default outputs filled in) and the splits, classes checked."""
-    pairs = []
+    """``(split, proposals or None, out)`` triples (default outputs filled in; ``infer`` items
+    are a split, ``(split, out)`` or ``(split, proposals, out)``) and the splits, classes
+    checked."""
+    triples = []
     for item in infer or []:
-        split_path, out = (item, None) if isinstance(item, (str, os.PathLike)) else item
-        split_path = Path(split_path)
+        parts = [item] if isinstance(item, (str, os.PathLike)) else list(item)
+        if len(parts) not in (1, 2, 3) or not parts[0]:
+            raise StrongStageError(f"infer entry {item!r}: want (split, [proposals,] out)")
+        split_props = parts.pop(1) if len(parts) == 3 else None
+        split_path, out = Path(parts[0]), (parts[1] if len(parts) == 2 else None)
         out = Path(out) if out else work_dir / f"{prefix}{split_path.stem}_dets.json"
-        pairs.append((split_path, out.resolve()))
+        triples.append((split_path, Path(split_props) if split_props else None, out.resolve()))
     splits = []
-    for split_path, _ in pairs:
+    for split_path, _, _ in triples:
         split = contracts.load_split(split_path)
         if contracts.category_names(split) != classes:
             raise StrongStageError(f"{split_path}: classes differ from those of {train_file}")
-        _check_categories(split["categories"], str(split_path))
+        _as_stage_error(check_categories, split["categories"], str(split_path))
         splits.append(split)
-    return pairs, splits
+    return triples, splits
 
 
 def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, extra: ExtraInputs | None):
     """The strong stage's :class:`~wsod.training.TrainJob`: rank 0 writes the training
     annotations (and a plug-in's extra file) the datasets read; the fingerprint is the config's
-    and the boxes' (and the extra file's) (``train = (training annotations, training file)``)."""
-    train_ann, train_file = train
+    and the boxes' (and the extra file's, and the proposals' content) (``train = (training
+    annotations, training file, training proposals or None)``)."""
+    train_ann, train_file, train_props = train
     work_dir = ann_path.parent
     ann_sha = _sha_of(train_ann)
     extra_sha = _sha_of(extra.data, ("images", "categories")) if extra else ""
-    inputs = [train_file, *(extra.inputs if extra else [])]
+    props_sha = props.proposals_digest(train_props)  # '' without: older runs still resume
+    inputs = [train_file, *(extra.inputs if extra else []), *[p for p in [train_props] if p]]
 
     def fingerprint_of(version: int) -> str:  # the config's and the training images'
-        digest = tr.run_fingerprint(cfg, [], version=version) + ann_sha + extra_sha
+        digest = tr.run_fingerprint(cfg, [], version=version) + ann_sha + extra_sha + props_sha
         return tr.versioned_digest(hashlib.sha256(digest.encode()), version)
 
     def write_inputs() -> None:  # rank 0, validated on write ...
@@ -337,6 +332,8 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, extra: Ext
 
     supervision = meta["extra"]["supervision"]
     extra_record = {f"{extra.name}_sha256": extra_sha, **extra.record} if extra else {}
+    if train_props:
+        extra_record.update(proposals=str(train_props), proposals_sha256=props_sha)
     job = tr.TrainJob(
         stage="strong",
         cfg=cfg,
@@ -354,7 +351,8 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, extra: Ext
         write_inputs=write_inputs,
         read_inputs=read_inputs,
     )
-    legacy_same = lambda rec: rec.get("train_sha256") == ann_sha and not extra  # noqa: E731
+    legacy = not (extra or train_props)  # run files without a fingerprint had neither
+    legacy_same = lambda rec: legacy and rec.get("train_sha256") == ann_sha  # noqa: E731
     fingerprint = tr.Fingerprint(
         fingerprint_of(tr.FINGERPRINT_VERSION),
         tuple(fingerprint_of(v) for v in tr.LEGACY_VERSIONS),
@@ -370,13 +368,15 @@ def _sha_of(obj: Any, keys: Sequence[str] = ("images", "categories", "annotation
 
 def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, config) -> Path:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``
-    (``where = (split path, split, out, training file)``)."""
-    split_path, split, out, train_file = where
+    (``where = (split path, split, out, training file, (its proposals or None, allow_pickle))``)."""
+    split_path, split, out, train_file, (split_props, allow_pickle) = where
     test_cfg = tr.detection_config(cfg, f"infer_{Path(split_path).stem}")
     root = resolve_root(split["info"]["data_root"], split_path).resolve()
     ds_cfg = test_cfg.test_dataloader.dataset
     _set_dataset(ds_cfg, str(config), Path(split_path).resolve(), root, classes)
     _inner_dataset(ds_cfg, str(config)).test_mode = True
+    if split_props is not None:
+        props.set_proposals(_inner_dataset(ds_cfg, str(config)), split_props, allow_pickle)
     tr.detect(
         test_cfg,
         ckpt,
@@ -385,7 +385,7 @@ def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, conf
             "stage": "strong",
             "seed": meta["seed"],
             "config": {"config": str(config), "checkpoint": ckpt},
-            "inputs": [str(split_path), ckpt, str(train_file)],
+            "inputs": [str(p) for p in (split_path, split_props, ckpt, train_file) if p],
             "extra": {**meta["extra"], "split": str(split_path)},
         },
         default_evaluator={"type": "WSODDumpCocoResults"},

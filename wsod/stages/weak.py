@@ -88,35 +88,19 @@ def _set_dataset(
     without its ``.npz`` twin."""
     while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
         ds_cfg = ds_cfg.dataset
-    if proposals is not None and not (
-        Path(proposals).is_file() or Path(proposals).with_suffix(".npz").is_file()
-    ):
-        raise WeakStageError(
-            f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
-        )
-    _refuse_pickle(proposals, allow_pickle)
+    if proposals is not None:
+        from wsod.proposals.store import ProposalFileError, require_proposal_file
+
+        try:
+            require_proposal_file(proposals, split_path, allow_pickle)
+        except ProposalFileError as e:
+            raise WeakStageError(str(e)) from None
     ds_cfg.ann_file = str(Path(split_path).resolve())
     ds_cfg.data_root = str(_data_root(split, split_path))
     ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
     if allow_pickle:
         ds_cfg.allow_pickle = True
-
-
-def _refuse_pickle(proposals: str | os.PathLike | None, allow_pickle: bool) -> None:
-    """Refuse, before anything is written, a proposal ``.pkl`` that has no safe ``.npz`` twin
-    without the user's ``--allow-pickle`` (the dataset would refuse it only once the runner
-    builds it, after the work dir was made)."""
-    from wsod.proposals.store import npz_twin
-
-    if proposals is None or allow_pickle or Path(proposals).suffix != ".pkl":
-        return
-    if not npz_twin(proposals).is_file():
-        raise WeakStageError(
-            f"{proposals}: a pickle without its .npz twin; unpickling runs code in the file: "
-            "give --allow-pickle for a trusted file, or rerun `wsod proposals` (it writes the "
-            "twin)"
-        )
 
 
 def trains_on_proposals(cfg: Any) -> bool:
