@@ -91,7 +91,7 @@ class WSODRoIDropBBoxHead(Shared2FCBBoxHead):
             sampling_results, rcnn_train_cfg, concat=concat
         )
         dropped = cls_score.new_zeros(())
-        if self.active() and cls_score is not None and bbox_pred is not None:
+        if self.active():
             drop_all, drop_reg = self.drop_masks(cls_score, bbox_pred, labels, bbox_targets)
             label_weights = label_weights.masked_fill(drop_all, 0)
             bbox_weights = bbox_weights.masked_fill(drop_reg[:, None], 0)
