@@ -43,3 +43,16 @@ def voc_root() -> Path:
 def voc_train_ids(voc_root: Path) -> list[str]:
     """A handful of real VOC train image ids (first 6 of the official list)."""
     return (voc_root / "ImageSets" / "Main" / "train.txt").read_text().split()[:6]
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """One intra-op thread for a test that runs a network: on a loaded 2-core machine OpenMP
+    threads spin against other processes and a MobileNetV2 forward takes ~100x longer with 2
+    threads than with 1. Modules opt in with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -27,14 +27,7 @@ IMAGENET_OF_VOC = {
 NAMES = {817: "sports car", 479: "car wheel", 581: "grille", 779: "school bus", 281: "tabby"}
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One intra-op thread: on a loaded 2-core machine two OpenMP threads spin against other
-    processes (the same fixture as tests/models/test_strong_configs.py)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _single_object_images(voc_root: Path, cls: str, k: int = 2) -> list[str]:

@@ -23,12 +23,7 @@ IMAGE_ID = "000012"  # VOC07 train: one car, 500x333
 SCALE = (224, 224)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _cfg(path):

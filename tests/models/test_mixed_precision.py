@@ -22,12 +22,7 @@ from wsod.training.config import resolve_precision, set_precision
 WEAK = "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("config", [MOBILE, WEAK])

@@ -19,14 +19,11 @@ SCALE = (256, 256)
 
 
 @pytest.fixture(autouse=True)
-def _one_thread_and_iter_zero():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _one_thread_and_iter_zero(one_torch_thread):
     hub = MessageHub.get_current_instance()
     hub.update_info("iter", 0)
     yield
     hub.update_info("iter", 0)
-    torch.set_num_threads(before)
 
 
 def _model(path, **roi_drop):

@@ -16,14 +16,7 @@ MOBILE = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2e_voc07-ps
 IMAGE_ID = "000012"  # VOC07 train: one car
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One intra-op thread: on a loaded 2-core machine OpenMP threads spin against other
-    processes and a MobileNetV2 forward takes ~100x longer with 2 threads than with 1."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _cfg(path):

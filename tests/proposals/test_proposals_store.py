@@ -153,3 +153,18 @@ class _Payload:
 
     def __reduce__(self):
         return (open, (self.path, "w"))
+
+
+def test_require_proposal_file_reads_the_twin_the_loader_reads(tmp_path):
+    """A proposal file of any suffix counts as present when the loader's twin exists (one rule:
+    ``npz_twin``), and is refused with the command that makes it when neither exists."""
+    from wsod.proposals.store import require_proposal_file
+
+    props = tmp_path / "train.props"
+    with pytest.raises(ProposalFileError, match="wsod proposals"):
+        require_proposal_file(props, "train.json")
+    npz_twin(props).write_bytes(b"")  # train.props.npz, what load_proposals reads first
+    require_proposal_file(props, "train.json")
+    (tmp_path / "other.npz").write_bytes(b"")  # a same-stem .npz is not other.props's twin
+    with pytest.raises(ProposalFileError, match="other.props"):
+        require_proposal_file(tmp_path / "other.props", "train.json")

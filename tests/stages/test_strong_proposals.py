@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from tiny_runs import tiny_strong_options
 
 from wsod import contracts
 from wsod.stages import data as data_stage
@@ -25,28 +25,15 @@ FAST_RCNN = (
     REPO / "configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 FASTER = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py"
-# tiny and quick: no ImageNet init, no loader processes, a checkpoint every iteration, inputs
-# at most 160 px, every box kept at test time
-FAST = {
-    "model.backbone.init_cfg": None,
-    "train_dataloader.num_workers": 0,
-    "train_dataloader.persistent_workers": False,
-    "test_dataloader.num_workers": 0,
-    "test_dataloader.persistent_workers": False,
-    "train_dataloader.dataset.pipeline.3.transforms.0.scale": (160, 160),
-    "test_dataloader.dataset.pipeline.2.transforms.0.scale": (160, 160),
-    "default_hooks.checkpoint.interval": 1,
-    "default_hooks.logger.interval": 1,
-    "model.test_cfg.rcnn.score_thr": 0.0,
-}
+# tiny and quick (tests/tiny_runs.py), inputs at most 160 px
+FAST = tiny_strong_options(
+    "train_dataloader.dataset.pipeline.3.transforms.0.scale",
+    "test_dataloader.dataset.pipeline.2.transforms.0.scale",
+    160,
+)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

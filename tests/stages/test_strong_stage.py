@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
+from tiny_runs import tiny_strong_options
 
 from wsod import contracts
 from wsod.stages import data as data_stage
@@ -21,30 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = (
     REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py"
 )
-# tiny and quick: no ImageNet init (a test below checks it), no loader processes, a
-# checkpoint every iteration, inputs at most 224 px
-FAST = {
-    "model.backbone.init_cfg": None,
-    "train_dataloader.num_workers": 0,
-    "train_dataloader.persistent_workers": False,
-    "test_dataloader.num_workers": 0,
-    "test_dataloader.persistent_workers": False,
-    "train_dataloader.dataset.pipeline.2.scale": (224, 224),
-    "test_dataloader.dataset.pipeline.1.scale": (224, 224),
-    "default_hooks.checkpoint.interval": 1,
-    "default_hooks.logger.interval": 1,
-    "model.test_cfg.rcnn.score_thr": 0.0,  # every image then gets detections
-}
+# tiny and quick (tests/tiny_runs.py), inputs at most 224 px
+FAST = tiny_strong_options(
+    "train_dataloader.dataset.pipeline.2.scale", "test_dataloader.dataset.pipeline.1.scale", 224
+)
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """One intra-op thread: on a loaded 2-core machine OpenMP threads spin against other
-    processes and a MobileNetV2 forward takes ~100x longer with 2 threads than with 1."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

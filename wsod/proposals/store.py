@@ -174,7 +174,7 @@ def require_proposal_file(
         ProposalFileError: the message names the file and the fix.
     """
     path = Path(proposals)
-    if not (path.is_file() or path.with_suffix(".npz").is_file()):
+    if not (path.is_file() or npz_twin(path).is_file()):
         raise ProposalFileError(
             f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
         )

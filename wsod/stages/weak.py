@@ -97,10 +97,13 @@ def _set_dataset(
             raise WeakStageError(str(e)) from None
     ds_cfg.ann_file = str(Path(split_path).resolve())
     ds_cfg.data_root = str(_data_root(split, split_path))
-    ds_cfg.proposal_file = None if proposals is None else str(Path(proposals).resolve())
     ds_cfg.data_prefix = {"img": ""}
-    if allow_pickle:
-        ds_cfg.allow_pickle = True
+    if proposals is None:
+        ds_cfg.proposal_file = None
+    else:
+        from wsod.training.proposal_inputs import set_proposals
+
+        set_proposals(ds_cfg, proposals, allow_pickle)
 
 
 def trains_on_proposals(cfg: Any) -> bool:
