@@ -45,6 +45,16 @@ def test_make_reruns_only_what_changed(tmp_path):
     assert out.count("-m wsod proposals") == 2  # train + val
 
 
+def test_proposals_use_the_shared_cache_unless_told_otherwise(tmp_path):
+    """Selective search results are shared between runs on the same images (PROPOSAL_CACHE,
+    default under WSOD_CACHE); PROPOSAL_CACHE= keeps each run's own <out>.cache."""
+    shared = _dry_run(tmp_path, f"WSOD_CACHE={tmp_path}/c")
+    calls = [ln for ln in shared.splitlines() if "-m wsod proposals" in ln]
+    assert len(calls) == 2 and all(f"--cache-dir {tmp_path}/c/proposals" in c for c in calls)
+    own = _dry_run(tmp_path, "PROPOSAL_CACHE=")
+    assert "--cache-dir" not in own
+
+
 def test_make_help_lists_public_targets():
     out = subprocess.run(
         ["make", "help"], cwd=REPO, capture_output=True, text=True, check=True, timeout=120

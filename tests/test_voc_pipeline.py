@@ -57,9 +57,11 @@ MAKE_TIMEOUT_S = 1200
 
 
 def make_env(run: Path) -> dict[str, str]:
-    """The environment of a test's ``make``: one OpenMP thread, its own CPU-slot folder, and
-    the run-time leakage guard (:mod:`leak_audit`) logging to ``<run>.audit.jsonl``."""
+    """The environment of a test's ``make``: one OpenMP thread, its own CPU-slot folder and
+    proposal cache (not the user's shared one), and the run-time leakage guard
+    (:mod:`leak_audit`) logging to ``<run>.audit.jsonl``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WSOD_JOBS_DIR": str(run.parent / "jobs")}
+    env["PROPOSAL_CACHE"] = str(run.parent / "proposal_cache")
     return audited_env(env, audit_log(run))
 
 

@@ -103,7 +103,7 @@ def test_resume_skips_cached_images_and_gives_identical_result(split4, tmp_path,
         lambda path, key, params: calls.append(key) or real(path, key, params),
     )
     summary = stage.run(split4, out, resize=RESIZE)
-    lost = {f.name.replace("__", "/")[: -len(".npz")] for f in cached[:2]}
+    lost = {f.name.replace("__", "/").rsplit(".", 2)[0] for f in cached[:2]}  # name.digest.npz
     assert set(calls) == lost and len(calls) == 2
     assert summary["computed"] == 2 and summary["cached"] == 2
     _same(load_proposals(out), ref)
@@ -111,6 +111,41 @@ def test_resume_skips_cached_images_and_gives_identical_result(split4, tmp_path,
     calls.clear()
     stage.run(split4, tmp_path / "other.pkl", resize=RESIZE, cache_dir=cache_dir, max_boxes=50)
     assert len(calls) == 4
+
+
+def test_one_cache_serves_runs_on_the_same_images_and_keys_by_content(split4, tmp_path, voc_root):
+    """A cache shared between runs (the Makefile's PROPOSAL_CACHE) computes an image once per
+    name and content: a copy of the images elsewhere is all cached; an image edited in place
+    (same name, same size, other pixels) is computed again, never served stale boxes."""
+    import shutil
+
+    import cv2
+
+    sp = json.loads(split4.read_text())
+    roots = {}
+    for name in ("a", "b", "c"):
+        roots[name] = tmp_path / name
+        for im in sp["images"]:
+            dst = roots[name] / im["file_name"]
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(voc_root / im["file_name"], dst)
+    edited = roots["c"] / sp["images"][1]["file_name"]
+    cv2.imwrite(str(edited), cv2.imread(str(edited))[:, ::-1])  # mirrored: same size and name
+    shared = tmp_path / "shared_cache"
+    kw = dict(resize=RESIZE, cache_dir=shared)
+    a = stage.run(split4, tmp_path / "a.pkl", data_root=roots["a"], **kw)
+    b = stage.run(split4, tmp_path / "b.pkl", data_root=roots["b"], **kw)
+    c = stage.run(split4, tmp_path / "c.pkl", data_root=roots["c"], **kw)
+    assert (a["computed"], b["computed"], c["computed"]) == (4, 0, 1)
+    _same(load_proposals(tmp_path / "b.pkl"), load_proposals(tmp_path / "a.pkl"))
+    fresh = stage.run(split4, tmp_path / "c_fresh.pkl", data_root=roots["c"], resize=RESIZE)
+    assert fresh["computed"] == 4
+    _same(load_proposals(tmp_path / "c.pkl"), load_proposals(tmp_path / "c_fresh.pkl"))
+    key = sp["images"][1]["file_name"]
+    assert not np.array_equal(
+        load_proposals(tmp_path / "c.pkl")[key]["bboxes"],
+        load_proposals(tmp_path / "a.pkl")[key]["bboxes"],
+    )
 
 
 def test_shards_then_merge_equal_a_single_run_and_workers(split4, tmp_path, voc_root):

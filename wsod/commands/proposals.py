@@ -41,7 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="I/N",
         help="process images[i::n] only (0-based i); merge the shards with --merge",
     )
-    p.add_argument("--cache-dir", help="per-image cache for resuming [<out>.cache]")
+    p.add_argument(
+        "--cache-dir",
+        help="per-image cache for resuming, keyed by settings, image name and content: one "
+        "folder can serve every run on the same images (make uses $WSOD_CACHE/proposals) "
+        "[<out>.cache]",
+    )
     p.add_argument("--import-file", help="proposals to import (.mat, .pkl, .npz)")
     p.add_argument(
         "--import-layout",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from wsod.proposals.postprocess import postprocess
-from wsod.proposals.store import ProposalCache
+from wsod.proposals.store import ProposalCache, image_digest
 
 PIXEL_METHODS = ("selective_search", "edge_boxes")
 
@@ -132,18 +132,18 @@ def _init_worker(params: Mapping, cache_root: str, parent_pid: int | None = None
     _WORKER["cache"] = ProposalCache(cache_root, params)
 
 
-def _work(task: tuple[str, str]) -> tuple[str, int, float]:
-    key, path = task
+def _work(task: tuple[str, str, str]) -> tuple[str, int, float]:
+    key, path, digest = task
     t0 = time.time()
     try:
         boxes, scores = compute_image(path, key, _WORKER["params"])
     except Exception as e:
         raise RuntimeError(f"{path}: proposals failed: {e}") from e
-    _WORKER["cache"].put(key, boxes, scores)
+    _WORKER["cache"].put(key, digest, boxes, scores)
     return key, len(boxes), time.time() - t0
 
 
-def _compute_serial(tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, bar):
+def _compute_serial(tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, bar):
     _init_worker(params, str(cache.dir.parent))
     total = 0.0
     for t in tasks:
@@ -153,7 +153,7 @@ def _compute_serial(tasks: list[tuple[str, str]], params: Mapping, cache: Propos
 
 
 def _compute_pool(
-    tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, workers: int, bar
+    tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, workers: int, bar
 ) -> float:
     import multiprocessing as mp
 
@@ -183,9 +183,9 @@ def _compute_pool(
 
 
 def compute_all(
-    tasks: list[tuple[str, str]], params: Mapping, cache: ProposalCache, workers: int
+    tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, workers: int
 ) -> float:
-    """Compute and cache ``tasks`` (``(key, image path)``); return the summed compute seconds.
+    """Compute and cache ``tasks`` (``(key, image path, image digest)``); return the summed compute seconds.
 
     Raises:
         WorkerDiedError: a worker process died (the message says how to resume).
@@ -217,7 +217,8 @@ def compute_split(
         root: the data root the keys are relative to.
         params: ``method``, ``mode``, ``max_boxes``, ``min_size``, ``resize``, ``seed``,
             ``edge_model`` (they also name the cache sub-folder).
-        cache_dir: the per-image cache root.
+        cache_dir: the per-image cache root (results keyed by image name and content: one
+            root can serve several runs and datasets).
         workers: processes (``spawn``; a script calling this with ``workers > 1`` needs the
             ``if __name__ == '__main__':`` guard).
 
@@ -230,10 +231,11 @@ def compute_split(
 
     cache = ProposalCache(cache_dir, params)
     cache.prepare()
-    tasks = [(k, str(root / k)) for k in keys if not cache.has(k)]
+    digests = {k: image_digest(root / k) for k in keys}
+    tasks = [(k, str(root / k), digests[k]) for k in keys if not cache.has(k, digests[k])]
     with cpu_share.slot():  # PyTorch stages run at once (make -j2) leave it the cores
         secs = compute_all(tasks, params, cache, max(1, int(workers))) if tasks else 0.0
-    props = {k: cache.get(k) for k in keys}
+    props = {k: cache.get(k, digests[k]) for k in keys}
     stats = {
         "computed": len(tasks),
         "cached": len(keys) - len(tasks),

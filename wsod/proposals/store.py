@@ -235,8 +235,21 @@ def config_hash(params: Mapping) -> str:
     return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def image_digest(path: str | os.PathLike) -> str:
+    """The first 16 hex digits of an image file's SHA-256: the cache keys results by content."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 class ProposalCache:
-    """Per-image ``.npz`` results under ``<root>/<config hash>/``."""
+    """Per-image ``.npz`` results under ``<root>/<config hash>/``, one file per image name *and*
+    content (``<name>.<image digest>.npz``): a replaced image is computed again, and one cache
+    can serve every run on the same images (the Makefile's shared cache, ``PROPOSAL_CACHE``)
+    without mixing up two datasets whose files have the same names. The name stays in the key
+    because selective search seeds its ranking from it."""
 
     def __init__(self, root: str | os.PathLike, params: Mapping):
         self.dir = Path(root) / config_hash(params)
@@ -248,23 +261,23 @@ class ProposalCache:
         if not pfile.is_file():
             write_json(pfile, self.params, indent=2)
 
-    def file(self, key: str) -> Path:
+    def file(self, key: str, digest: str) -> Path:
         safe = key.replace(os.sep, "__").replace("/", "__")
-        return self.dir / f"{safe}.npz"
+        return self.dir / f"{safe}.{digest}.npz"
 
-    def has(self, key: str) -> bool:
-        return self.file(key).is_file()
+    def has(self, key: str, digest: str) -> bool:
+        return self.file(key, digest).is_file()
 
-    def put(self, key: str, bboxes: np.ndarray, scores: np.ndarray) -> None:
-        with atomic_path(self.file(key)) as tmp, open(tmp, "wb") as f:
+    def put(self, key: str, digest: str, bboxes: np.ndarray, scores: np.ndarray) -> None:
+        with atomic_path(self.file(key, digest)) as tmp, open(tmp, "wb") as f:
             np.savez(
                 f,
                 bboxes=np.asarray(bboxes, np.float32).reshape(-1, 4),
                 scores=np.asarray(scores, np.float32).reshape(-1),
             )
 
-    def get(self, key: str) -> dict[str, np.ndarray]:
-        f = self.file(key)
+    def get(self, key: str, digest: str) -> dict[str, np.ndarray]:
+        f = self.file(key, digest)
         try:
             with np.load(f, allow_pickle=False) as z:
                 return {

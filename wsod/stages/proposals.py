@@ -27,6 +27,8 @@ OpenCV's ranking per image), so resumed, sharded and single runs give identical 
 Scale: ``workers`` processes (OpenCV single-threaded in each; they exit when the main process
 dies, and a dead worker stops the run with "rerun the same command to resume"); per-image
 results are cached in ``cache_dir`` (default ``<out>.cache/``) so an interrupted run resumes;
+the cache keys each image by name and content, so one folder can serve several runs (the
+Makefile's shared ``PROPOSAL_CACHE``);
 ``shard='i/n'`` takes ``images[i::n]`` and marks the output as a shard in its meta;
 ``merge=[shard files]`` combines shards into one complete file.
 
