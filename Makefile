@@ -188,8 +188,11 @@ voc07:  ## download + verify + unpack the official VOC2007 trainval/test tarball
 	$(PY) -m wsod.datasets.download --dest data
 
 ## ---------------------------------------------------------------------------- pipeline
+# two jobs: the demo's black box (a CAM, trained on whole images) trains while selective search
+# runs (make demo DEMO_JOBS=1: one stage at a time)
+DEMO_JOBS ?= 2
 demo:  ## the whole pipeline on the embedded synthetic dataset (pipelines/demo.py)
-	$(MAKE) all PIPELINE=pipelines/demo.py
+	$(MAKE) -j$(DEMO_JOBS) all PIPELINE=pipelines/demo.py
 
 all: $(REPORT)/report.md  ## every stage of PIPELINE, in DAG order
 
