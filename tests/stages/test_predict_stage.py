@@ -22,11 +22,11 @@ from wsod.utils.io import read_json, write_json
 REPO = Path(__file__).resolve().parents[2]
 CAM_CONFIG = REPO / "configs/cam/cam_mobilenetv2_2k_voc07-train_voc07-val.py"
 CAM_FAST = {k: v for k, v in WEAK_FAST.items() if "num_sample" not in k}
-# the strong stage tests' tiny set-up, reused: its fixtures (3 real VOC train images with pseudo
-# labels; one torch thread) and its fast settings
+# the strong stage tests' tiny set-up, reused: its fixture (3 real VOC train images with pseudo
+# labels) and its fast settings; one torch thread (tests/conftest.py)
 voc3 = strong_tests.voc3
-_one_torch_thread = strong_tests._one_torch_thread
 DEMO_CONFIG, FAST = strong_tests.DEMO_CONFIG, strong_tests.FAST
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
