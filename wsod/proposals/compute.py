@@ -185,7 +185,8 @@ def _compute_pool(
 def compute_all(
     tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, workers: int
 ) -> float:
-    """Compute and cache ``tasks`` (``(key, image path, image digest)``); return the summed compute seconds.
+    """Compute and cache ``tasks`` (``(key, image path, image digest)``); return the summed
+    compute seconds.
 
     Raises:
         WorkerDiedError: a worker process died (the message says how to resume).

@@ -173,12 +173,12 @@ def require_proposal_file(
     Raises:
         ProposalFileError: the message names the file and the fix.
     """
-    path = Path(proposals)
-    if not (path.is_file() or npz_twin(path).is_file()):
+    path, has_twin = Path(proposals), npz_twin(proposals).is_file()
+    if not (path.is_file() or has_twin):
         raise ProposalFileError(
             f"{proposals}: no such proposal file; run `wsod proposals` on {split_path}"
         )
-    if allow_pickle or path.suffix != ".pkl" or npz_twin(path).is_file():
+    if allow_pickle or path.suffix != ".pkl" or has_twin:
         return
     raise ProposalFileError(
         f"{proposals}: a pickle without its .npz twin; unpickling runs code in the file: "
@@ -237,11 +237,7 @@ def config_hash(params: Mapping) -> str:
 
 def image_digest(path: str | os.PathLike) -> str:
     """The first 16 hex digits of an image file's SHA-256: the cache keys results by content."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()[:16]
+    return file_sha256(path)[:16]
 
 
 class ProposalCache:

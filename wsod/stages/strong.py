@@ -186,11 +186,11 @@ def run(
     train_file, prefix = Path(fully_supervised_gt if fully else pseudo_labels), "fsd_" * fully
     work_dir = Path(work_dir).resolve()
     train_ann, classes, root = _as_stage_error(read_training_boxes, train_file, fully, data_root)
-    infer_pairs, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
+    infer_triples, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
     runtime = dict(work_dir=work_dir, seed=seed, launcher=launcher, precision=precision)
     runtime["init_backbone"] = init_backbone
     cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
-    _wire_proposals(cfg, config, (train_proposals, train_file, allow_pickle), infer_pairs)
+    _wire_proposals(cfg, config, (train_proposals, train_file, allow_pickle), infer_triples)
     meta = _meta(seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
     split = Path(train_split) if train_split else None
@@ -201,7 +201,7 @@ def run(
     job, fingerprint = _train_job(cfg, config, ann_path, prefix, train, meta, extra)
     trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
     outputs = []
-    for (split_path, split_props, out), split in zip(infer_pairs, infer_splits, strict=True):
+    for (split_path, split_props, out), split in zip(infer_triples, infer_splits, strict=True):
         where = (split_path, split, out, train_file, (split_props, allow_pickle))
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
     summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
