@@ -8,13 +8,11 @@ import torch
 from mmengine.logging import MessageHub
 from test_strong_configs import REPO, _cfg, _voc_sample
 
+FASTER_RCNN = REPO / "configs/faster_rcnn"
 ROIDROP = (
-    REPO
-    / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
+    FASTER_RCNN / "faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
 )
-PLAIN = (
-    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
-)
+PLAIN = FASTER_RCNN / "faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 SCALE = (256, 256)
 
 

@@ -1,4 +1,4 @@
-# The pipeline's strong detector (cpu-4e-bg03) with RoI drop in its bbox head
+# The strong detector on EfficientNet-Lite0 (cpu-4e-bg03) with RoI drop in its bbox head
 # (WSODRoIDropBBoxHead): after 2,000 of the 5,000 iterations (the RoI head has learnt the
 # classes from the labels that agree with each other), a positive RoI whose own cross-entropy
 # exceeds 3.0 (the detector gives its pseudo label's class a probability below ~0.05) is ignored
@@ -6,7 +6,7 @@
 # boxes are wrong (too large, a part, another object) and their RoIs teach the wrong evidence
 # (issue 39, lever 5; WeakSAM's RoI drop). The threshold and warm-up are set a priori, not tuned:
 # docs/experiments/2026-12-06-strong-ceiling.md.
-_base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+_base_ = './faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
 
 model = dict(roi_head=dict(bbox_head=dict(
     type='WSODRoIDropBBoxHead', roi_drop=dict(cls_thr=3.0, reg_thr=None, start_iter=2000))))
