@@ -14,10 +14,12 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_RCNN = (
-    REPO / "configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    REPO
+    / "configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 BG03 = (
-    REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    REPO
+    / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 IMAGE_ID = "000012"  # VOC07 train: one car, 500x333
 SCALE = (224, 224)
@@ -158,8 +160,9 @@ def test_one_iteration_and_prediction_on_real_proposals(car):
     b = pred.pred_instances.bboxes.numpy()
     assert 0 < len(b) <= 100 and b[:, 2].max() <= 500 + 1e-3 and b[:, 3].max() <= 333 + 1e-3
     # the detections come from the proposals: with only the first one, every box is that
-    # proposal, moved a little by the barely trained regression (original pixels)
+    # proposal, moved a little by the barely trained regression on a random trunk (original
+    # pixels; Lite0's random features move it further than MobileNetV2's did: IoU ~0.90-0.99)
     with torch.no_grad():
         (one,) = model.test_step(_batch(_dataset(cfg, car, test=True, num_max=1)))
     iou = box_iou(one.pred_instances.bboxes.numpy(), props[:1])
-    assert len(iou) > 0 and iou.min() > 0.9, iou.ravel()
+    assert len(iou) > 0 and iou.min() > 0.8, iou.ravel()

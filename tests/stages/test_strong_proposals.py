@@ -22,7 +22,8 @@ from wsod.utils.io import read_json, write_json
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_RCNN = (
-    REPO / "configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    REPO
+    / "configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 FASTER = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py"
 # tiny and quick (tests/tiny_runs.py), inputs at most 160 px

@@ -36,13 +36,13 @@ EXAMPLES = """examples:
       --infer work_dirs/demo/data/val.json
 
   # Fast R-CNN on the pipeline's selective-search proposals (no RPN: reads_proposals = True)
-  wsod strong --config configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
+  wsod strong --config configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
       --train-proposals work_dirs/voc07_cpu/proposals/train.pkl \\
       --infer work_dirs/voc07_cpu/data/val.json:work_dirs/voc07_cpu/proposals/val.pkl:work_dirs/voc07_cpu/strong/val_dets.json
 
   # the backbone from the black box's trunk (Lite0 CAM -> Lite0 Faster R-CNN), bf16 autocast
-  wsod strong --config configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e_voc07-pseudo_voc07-val.py \\
+  wsod strong --config configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
       --init-backbone work_dirs/voc07_cpu/weak/weak_model.json --precision bf16
 

@@ -1,6 +1,6 @@
 # Fast R-CNN on the pipeline's own selective-search proposals (issue 39, lever 2): the cpu-4e-bg03
-# Faster R-CNN (same MobileNetV2 + light FPN, RoI head with background loss 0.3, 5,000 iterations
-# x 2 images, inputs <= 480x320) with its RPN taken out. Why: the RPN learns its proposals from
+# Faster R-CNN on EfficientNet-Lite0 (same trunk + light FPN, RoI head with background loss 0.3,
+# 5,000 iterations x 2 images, inputs <= 480x320) with its RPN taken out. Why: the RPN learns its proposals from
 # pseudo labels that hold ~19 % of the train objects, so it learns to miss the rest; selective
 # search proposes objects whatever the labels say. mmdet's FastRCNN detector reads the proposals
 # from `wsod proposals` (`<run>/proposals/{train,val}.pkl`, the .npz twin preferred) through
@@ -14,11 +14,11 @@
 # first 1,000 (the RoI head runs on every one: 10x the 100 RPN proposals the Faster R-CNN scores
 # at test time, a cost not measured yet; Fast R-CNN's paper tests on 2,000).
 # Built, not yet measured on VOC.
-#   wsod strong --config configs/fast_rcnn/fast-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \
+#   wsod strong --config configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \
 #       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \
 #       --train-proposals work_dirs/voc07_cpu/proposals/train.pkl \
 #       --infer work_dirs/voc07_cpu/data/val.json:work_dirs/voc07_cpu/proposals/val.pkl:work_dirs/voc07_cpu/strong/val_dets.json
-_base_ = '../faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+_base_ = '../faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
 
 # the strong stage (and make, through the pipeline) gives this config proposals:
 # `wsod strong --train-proposals PKL --infer SPLIT:PROPOSALS:OUT`
