@@ -4,9 +4,14 @@
 # exceeds 3.0 (the detector gives its pseudo label's class a probability below ~0.05) is ignored
 # in the classification and regression losses, not turned into background. Why: half the pseudo
 # boxes are wrong (too large, a part, another object) and their RoIs teach the wrong evidence
-# (issue 39, lever 5; WeakSAM's RoI drop). The threshold and warm-up are set a priori, not tuned:
-# docs/experiments/2026-12-06-strong-ceiling.md.
-_base_ = './faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+# (issue 39, lever 5; WeakSAM's RoI drop). The threshold and warm-up are set a priori, not tuned.
+# Measured on the pseudo labels and not adopted: projects/roi_drop/README.md.
+_base_ = '../../../configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+
+# this project's head (WSODRoIDropBBoxHead) into mmdet's MODELS
+custom_imports = dict(
+    imports=['wsod.models', 'wsod.datasets.weak_dataset', 'projects.roi_drop.roi_drop'],
+    allow_failed_imports=False)
 
 model = dict(roi_head=dict(bbox_head=dict(
     type='WSODRoIDropBBoxHead', roi_drop=dict(cls_thr=3.0, reg_thr=None, start_iter=2000))))

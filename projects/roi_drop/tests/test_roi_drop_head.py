@@ -6,13 +6,19 @@ from __future__ import annotations
 import pytest
 import torch
 from mmengine.logging import MessageHub
-from test_strong_configs import REPO, _cfg, _voc_sample
 
-FASTER_RCNN = REPO / "configs/faster_rcnn"
+import projects.roi_drop.roi_drop  # noqa: F401  (registers WSODRoIDropBBoxHead)
+from tests.models.test_strong_configs import REPO, _cfg, _voc_sample
+
 ROIDROP = (
-    FASTER_RCNN / "faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
+    REPO
+    / "projects/roi_drop/configs"
+    / "faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03-roidrop_voc07-pseudo_voc07-val.py"
 )
-PLAIN = FASTER_RCNN / "faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+PLAIN = (
+    REPO
+    / "configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+)
 SCALE = (256, 256)
 
 

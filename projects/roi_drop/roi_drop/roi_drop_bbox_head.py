@@ -10,7 +10,7 @@ a positive RoI whose regression loss exceeds ``reg_thr`` (``None``: no such test
 are ignored, not turned into background, and leave the loss's normaliser. The idea is
 WeakSAM's RoI drop regularisation (drop RoIs whose loss stays above a threshold after a
 warm-up, against noisy pseudo ground truth); the thresholds here are this head's own
-parameters, measured in docs/experiments/2026-12-06-strong-ceiling.md.
+parameters. Measured on VOC and not adopted: projects/roi_drop/README.md.
 """
 
 from __future__ import annotations
