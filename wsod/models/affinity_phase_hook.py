@@ -16,7 +16,8 @@ from typing import Any
 
 from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
+
+from wsod.models.hook_utils import bare_model
 
 
 @HOOKS.register_module()
@@ -38,7 +39,7 @@ class WSODAffinityPhaseHook(Hook):
 
     @staticmethod
     def _model(runner):
-        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        model = bare_model(runner)
         head = getattr(model, "roi_head", None)
         if getattr(head, "affinity", None) is None:
             raise TypeError(

@@ -34,6 +34,8 @@ from mmdet.registry import HOOKS, OPTIM_WRAPPERS
 from mmengine.hooks import Hook
 from mmengine.optim import OptimWrapper
 
+from .hook_utils import bare_model, map_tensors
+
 __all__ = [
     "WSODAmpOptimWrapper",
     "WSODFp32IslandsHook",
@@ -55,14 +57,12 @@ def cpu_has_native_bf16() -> bool:
 def to_fp32(value: Any) -> Any:
     """``value`` with every floating tensor of lower precision cast to fp32 (nested in lists,
     tuples and dicts; other values as they are)."""
-    if isinstance(value, torch.Tensor):
-        low = value.is_floating_point() and value.dtype in (torch.bfloat16, torch.float16)
-        return value.float() if low else value
-    if isinstance(value, list | tuple):
-        return type(value)(to_fp32(v) for v in value)
-    if isinstance(value, dict):
-        return {k: to_fp32(v) for k, v in value.items()}
-    return value
+    return map_tensors(_tensor_to_fp32, value)
+
+
+def _tensor_to_fp32(tensor: torch.Tensor) -> torch.Tensor:
+    low = tensor.is_floating_point() and tensor.dtype in (torch.bfloat16, torch.float16)
+    return tensor.float() if low else tensor
 
 
 def fp32_method(method: Callable) -> Callable:
@@ -134,8 +134,7 @@ class WSODFp32IslandsHook(Hook):
         self.handles: list = []
 
     def before_run(self, runner) -> None:
-        model = runner.model.module if hasattr(runner.model, "module") else runner.model
-        out_mods, in_mods = islands(model, self.outputs, self.inputs)
+        out_mods, in_mods = islands(bare_model(runner), self.outputs, self.inputs)
         for mod in out_mods:
             self.handles.append(mod.register_forward_hook(_outputs_to_fp32))
         for mod in in_mods:

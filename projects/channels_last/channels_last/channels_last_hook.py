@@ -22,17 +22,15 @@ import torch
 from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
 
+from wsod.models.hook_utils import bare_model, map_tensors
+
 __all__ = ["WSODChannelsLastHook", "contiguous"]
 
 
 def contiguous(value: Any) -> Any:
-    """``value`` with every tensor in NCHW (contiguous) memory format (nested in lists and
-    tuples; other values as they are)."""
-    if isinstance(value, torch.Tensor):
-        return value.contiguous()
-    if isinstance(value, list | tuple):
-        return type(value)(contiguous(v) for v in value)
-    return value
+    """``value`` with every tensor in NCHW (contiguous) memory format (nested in lists, tuples
+    and dicts; other values as they are)."""
+    return map_tensors(torch.Tensor.contiguous, value)
 
 
 @HOOKS.register_module()
@@ -52,12 +50,12 @@ class WSODChannelsLastHook(Hook):
     def before_run(self, runner) -> None:
         from mmdet.models.roi_heads.roi_extractors.base_roi_extractor import BaseRoIExtractor
 
-        for module in _model(runner).modules():
+        for module in bare_model(runner).modules():
             if isinstance(module, BaseRoIExtractor):
                 self.handles.append(module.register_forward_pre_hook(_inputs_contiguous))
 
     def _convert(self, runner) -> None:
-        _model(runner).to(memory_format=torch.channels_last)
+        bare_model(runner).to(memory_format=torch.channels_last)
 
     def before_train(self, runner) -> None:
         self._convert(runner)
@@ -72,11 +70,6 @@ class WSODChannelsLastHook(Hook):
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-
-
-def _model(runner) -> torch.nn.Module:
-    model = runner.model
-    return model.module if hasattr(model, "module") else model
 
 
 def _inputs_contiguous(module, args):

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
+
+from wsod.models.hook_utils import bare_model
 
 
 def unsup_weight_at(iteration: int, weight: float, burn_in_iters: int, ramp_iters: int) -> float:
@@ -59,7 +60,7 @@ class WSODBurnInHook(Hook):
 
     @staticmethod
     def _model(runner):
-        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        model = bare_model(runner)
         for name in ("student", "teacher", "semi_train_cfg"):
             if not hasattr(model, name):
                 raise TypeError(
