@@ -25,7 +25,7 @@ EXAMPLES = """examples:
 
   # the pipeline's config (background loss 0.3); also re-label the train split (a
   # self-training round); a GPU takes larger batches
-  wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
+  wsod strong --config configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \\
       --infer work_dirs/voc07/data/val.json --infer work_dirs/voc07/data/train.json \\
       --cfg-options train_dataloader.batch_size=4 optim_wrapper.optimizer.lr=0.005
