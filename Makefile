@@ -231,7 +231,7 @@ ablate: $(DENOISE)/pseudo_train.json  ## de-noise ablation table (diagnostic: re
 # its stamp reruns them when the value is switched either way
 INIT_BACKBONE := $(if $(filter 1,$(PIPE_BACKBONE_FROM_BLACK_BOX)),$(WEAK)/weak_model.json)
 INIT_ARG := $(if $(INIT_BACKBONE),--init-backbone $(INIT_BACKBONE) )
-# A strong (or reference) config with reads_proposals = True (configs/fast_rcnn/: no RPN) reads
+# A strong (or reference) config with reads_proposals = True (projects/fast_rcnn/configs/: no RPN) reads
 # the pipeline's proposals: $(call props_of,STRONG|FSD) the files it depends on,
 # $(call train_props_arg,...) its --train-proposals and $(call infer_props,...,SPLIT) the
 # :PROPOSALS part of its --infer SPLIT:PROPOSALS:OUT (all empty for an RPN detector)

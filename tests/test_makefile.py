@@ -273,7 +273,7 @@ def test_a_strong_config_that_reads_proposals_gets_the_pipelines(tmp_path):
     self-training rounds get ``$(PROPS)/train.pkl`` to train on and each split's proposals to
     detect with, and depend on them; an RPN detector gets none."""
     run = f"{tmp_path}/run"
-    fast = REPO / "pipelines/voc07_cpu_fast_rcnn.py"
+    fast = REPO / "projects/fast_rcnn/pipelines/voc07_cpu_fast_rcnn.py"
     out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={fast}", "FSD=1", "ROUNDS=1"))
     text = (tmp_path / "run" / ".pipeline" / "vars.mk").read_text()
     assert (

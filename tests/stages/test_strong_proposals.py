@@ -23,7 +23,7 @@ from wsod.utils.io import read_json, write_json
 REPO = Path(__file__).resolve().parents[2]
 FAST_RCNN = (
     REPO
-    / "configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    / "projects/fast_rcnn/configs/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 FASTER = REPO / "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-2min_demo-pseudo_demo-val.py"
 # tiny and quick (tests/tiny_runs.py), inputs at most 160 px
@@ -176,7 +176,7 @@ def test_proposals_and_config_must_agree(voc3, tmp_path):
     for kw in ({"train_proposals": props}, {"infer": [(split, props, None)]}):
         with pytest.raises(StrongStageError, match="does not read them") as err:
             run(FASTER, voc3["pseudo"], work, **kw)
-        assert str(props) in str(err.value) and "configs/fast_rcnn/" in str(err.value)
+        assert str(props) in str(err.value) and "projects/fast_rcnn/configs/" in str(err.value)
     missing = tmp_path / "nowhere.pkl"
     with pytest.raises(StrongStageError, match="no such proposal file") as err:
         run(FAST_RCNN, voc3["pseudo"], work, train_proposals=missing)

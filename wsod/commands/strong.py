@@ -36,7 +36,7 @@ EXAMPLES = """examples:
       --infer work_dirs/demo/data/val.json
 
   # Fast R-CNN on the pipeline's selective-search proposals (no RPN: reads_proposals = True)
-  wsod strong --config configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
+  wsod strong --config projects/fast_rcnn/configs/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \\
       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \\
       --train-proposals work_dirs/voc07_cpu/proposals/train.pkl \\
       --infer work_dirs/voc07_cpu/data/val.json:work_dirs/voc07_cpu/proposals/val.pkl:work_dirs/voc07_cpu/strong/val_dets.json
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--train-proposals",
         metavar="PKL",
         help="the training images' proposals (`wsod proposals`), for a config that reads "
-        "them instead of an RPN (reads_proposals = True: configs/fast_rcnn/); part of the run",
+        "them instead of an RPN (reads_proposals = True: projects/fast_rcnn/configs/); part of the run",
     )
     p.add_argument(
         "--allow-pickle",

@@ -96,7 +96,7 @@ def weak_trains_on_proposals(pipeline: dict) -> bool:
 
 def config_reads_proposals(config: str | os.PathLike | None) -> bool:
     """Whether a strong config's detector reads precomputed proposals (``reads_proposals =
-    True``: ``configs/fast_rcnn/``), so make gives it the pipeline's; False for a missing file
+    True``: ``projects/fast_rcnn/configs/``), so make gives it the pipeline's; False for a missing file
     (the check names it). Read without importing the model code."""
     from mmengine.config import Config
 

@@ -13,7 +13,7 @@ Inputs:
     ``infer``: ``[(split_json, out_json or None), ...]`` weak-label splits to detect on (val for
     evaluation, train for self-training rounds). ``train_proposals`` and ``(split_json,
     proposals, out_json)`` triples: precomputed proposals for a config with ``reads_proposals =
-    True`` (a detector without an RPN, ``configs/fast_rcnn/``; :mod:`wsod.training.proposal_inputs`).
+    True`` (a detector without an RPN, ``projects/fast_rcnn/configs/``; :mod:`wsod.training.proposal_inputs`).
 
 Extra training inputs (:mod:`wsod.training.extra_inputs`): a config with ``strong_inputs =
 dict(type=...)`` names a registered plug-in (its module in the config's ``custom_imports``, e.g.
@@ -165,7 +165,7 @@ def run(
         train_split: a weak-label split of the training images, for a ``strong_inputs``
             plug-in that needs image labels (e.g. ``projects/soft_teacher``).
         train_proposals, allow_pickle: the training images' proposals, only for a config with
-            ``reads_proposals = True`` (``configs/fast_rcnn/``); ``--allow-pickle``.
+            ``reads_proposals = True`` (``projects/fast_rcnn/configs/``); ``--allow-pickle``.
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",

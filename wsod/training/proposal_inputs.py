@@ -1,7 +1,7 @@
 """Precomputed proposals as an input of the strong stage (a detector without an RPN).
 
 A strong config that reads proposals says so with ``reads_proposals = True`` (mmdet's
-``FastRCNN`` in ``configs/fast_rcnn/``); its datasets then get a ``proposal_file``: the
+``FastRCNN`` in ``projects/fast_rcnn/configs/``); its datasets then get a ``proposal_file``: the
 training split's proposals for training, each detected split's own for detection (``wsod
 strong --train-proposals PKL --infer SPLIT:PROPOSALS:OUT``). This module checks that the
 proposals and the config agree before anything is written, wires the files into a dataset
@@ -26,7 +26,7 @@ FIX_MISSING = (
 )
 FIX_UNREAD = (
     "drop --train-proposals and the PROPOSALS part of --infer, or use a config that reads "
-    "them (configs/fast_rcnn/)"
+    "them (projects/fast_rcnn/configs/)"
 )
 
 

@@ -12,13 +12,15 @@
 # the few pseudo boxes and the box transforms, while a random subset (WSODLoadProposals'
 # num_sample) would only thin out the positives the sampler draws from. Detection scores the
 # first 1,000 (the RoI head runs on every one: 10x the 100 RPN proposals the Faster R-CNN scores
-# at test time, a cost not measured yet; Fast R-CNN's paper tests on 2,000).
-# Built, not yet measured on VOC.
-#   wsod strong --config configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \
+# at test time; Fast R-CNN's paper tests on 2,000).
+# Measured on VOC and not adopted: below the Faster R-CNN it is built from, on the real boxes and
+# on the pseudo labels; selective search's boxes are looser than the RPN's learnt, regressed
+# proposals (projects/fast_rcnn/README.md, docs/experiments/2026-12-06-strong-ceiling.md).
+#   wsod strong --config projects/fast_rcnn/configs/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \
 #       --pseudo-labels work_dirs/voc07_cpu/denoise/pseudo_train.json --work-dir work_dirs/voc07_cpu/strong \
 #       --train-proposals work_dirs/voc07_cpu/proposals/train.pkl \
 #       --infer work_dirs/voc07_cpu/data/val.json:work_dirs/voc07_cpu/proposals/val.pkl:work_dirs/voc07_cpu/strong/val_dets.json
-_base_ = '../faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
+_base_ = '../../../configs/faster_rcnn/faster-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
 
 # the strong stage (and make, through the pipeline) gives this config proposals:
 # `wsod strong --train-proposals PKL --infer SPLIT:PROPOSALS:OUT`

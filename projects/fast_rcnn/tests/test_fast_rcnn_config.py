@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FAST_RCNN = (
     REPO
-    / "configs/fast_rcnn/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
+    / "projects/fast_rcnn/configs/fast-rcnn_efficientnet-lite0_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py"
 )
 BG03 = (
     REPO
