@@ -62,6 +62,21 @@ def setup_dist(
     torch_dist.init_process_group(backend="gloo")  # torchrun's RANK, WORLD_SIZE, MASTER_*
 
 
+def close_dist() -> None:
+    """Destroy this process's group if one was started (at the end of a command), so that
+    gloo's threads stop before the interpreter exits: left to the exit, a rank that finished its
+    work can still abort ("terminate called without an active exception", seen under load).
+    Nothing to do when torch.distributed was never imported."""
+    import sys
+
+    if "torch.distributed" not in sys.modules:
+        return
+    import torch.distributed as torch_dist
+
+    if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.destroy_process_group()
+
+
 def fit_to_device(cfg: Any) -> None:
     """Add the started group's settings to a Runner config (in place): the backend in
     ``env_cfg.dist_cfg`` and, without CUDA, a CPU model wrapper (``device_ids=None``)."""
