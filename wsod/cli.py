@@ -115,7 +115,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"wsod {args.command}: error: {e}", file=sys.stderr)
         return 1
-    finally:
-        from wsod.training.dist import close_dist
-
-        close_dist()  # a torchrun rank's process group, before the interpreter exits

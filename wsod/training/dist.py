@@ -1,7 +1,8 @@
 """Multi-process training through mmengine's launchers, on CPU (gloo) and GPU (nccl).
 
 One code path for both: :func:`setup_dist` starts the process group once per process, before
-the stage looks at its work dir (rank 0 moves stale checkpoints, the others wait), and
+the stage looks at its work dir (rank 0 moves stale checkpoints, the others wait), and registers
+its teardown (:func:`close_dist`) for the interpreter's exit, and
 :func:`fit_to_device` adds the launcher's settings to the config each ``Runner`` is built from
 (after the run's fingerprint was taken: the number of processes does not change which run a
 work dir holds). mmengine's ``Runner`` then finds the group started and uses it.
@@ -20,6 +21,8 @@ starts it with nccl. The slurm launcher needs CUDA (mmengine reads the GPU count
 
 from __future__ import annotations
 
+import atexit
+import sys
 from typing import Any
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
@@ -51,24 +54,24 @@ def setup_dist(
         return
     if _cuda():
         init_dist(launcher, **{"backend": "nccl", **dict(dist_cfg or {})})
-        return
-    if launcher != "pytorch":
+    elif launcher != "pytorch":
         raise error(
             f"--launcher {launcher} needs CUDA GPUs; on CPUs run "
             "`torchrun --nproc_per_node=N -m wsod ... --launcher pytorch`"
         )
-    import torch.distributed as torch_dist
+    else:
+        import torch.distributed as torch_dist
 
-    torch_dist.init_process_group(backend="gloo")  # torchrun's RANK, WORLD_SIZE, MASTER_*
+        torch_dist.init_process_group(backend="gloo")  # torchrun's RANK, WORLD_SIZE, MASTER_*
+    atexit.register(close_dist)
 
 
 def close_dist() -> None:
-    """Destroy this process's group if one was started (at the end of a command), so that
-    gloo's threads stop before the interpreter exits: left to the exit, a rank that finished its
-    work can still abort ("terminate called without an active exception", seen under load).
-    Nothing to do when torch.distributed was never imported."""
-    import sys
-
+    """Destroy this process's group if one was started (:func:`setup_dist` registers this for
+    the interpreter's exit), so that gloo's threads stop before the interpreter tears down: left
+    to the exit, a rank that finished its work can still abort ("terminate called without an
+    active exception", seen under load). Nothing to do when torch.distributed was never
+    imported."""
     if "torch.distributed" not in sys.modules:
         return
     import torch.distributed as torch_dist
