@@ -5,6 +5,11 @@
 # `backbone_from_black_box = 1` (`wsod strong --init-backbone`), whose backbone then starts from
 # the CAM's trained Lite0 instead of ImageNet (issue 39,
 # docs/experiments/2026-12-06-strong-ceiling.md).
+# Four epochs, as the base: six lift the detector trained on real boxes but not the one trained
+# on pseudo labels beyond its seed spread, at 1.5x the training time (same log, "Six epochs on
+# the pseudo labels"). With real boxes, six epochs are:
+#   --cfg-options train_cfg.max_iters=7500 train_cfg.val_interval=7500 \
+#       param_scheduler.1.end=7500 "param_scheduler.1.milestones=[6000]"
 _base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py'
 
 model = dict(
