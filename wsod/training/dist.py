@@ -22,7 +22,6 @@ starts it with nccl. The slurm launcher needs CUDA (mmengine reads the GPU count
 from __future__ import annotations
 
 import atexit
-import sys
 from typing import Any
 
 LAUNCHERS = ("none", "pytorch", "slurm", "mpi")
@@ -70,13 +69,12 @@ def close_dist() -> None:
     """Destroy this process's group if one was started (:func:`setup_dist` registers this for
     the interpreter's exit), so that gloo's threads stop before the interpreter tears down: left
     to the exit, a rank that finished its work can still abort ("terminate called without an
-    active exception", seen under load). Nothing to do when torch.distributed was never
-    imported."""
-    if "torch.distributed" not in sys.modules:
-        return
-    import torch.distributed as torch_dist
+    active exception", seen under load). Nothing to do without a group."""
+    from mmengine.dist import is_distributed
 
-    if torch_dist.is_available() and torch_dist.is_initialized():
+    if is_distributed():
+        import torch.distributed as torch_dist
+
         torch_dist.destroy_process_group()
 
 
