@@ -8,7 +8,10 @@ access (``tests/audit/sitecustomize.py``); :func:`read_log` reads what they reco
 - ``evaluate`` and ``report`` score detections against it (after training, feeding nothing
   back);
 - ``strong --fully-supervised-gt`` is the labelled fully supervised reference (an upper bound,
-  trained on real boxes on purpose) and ``denoise --quality-gt`` the labelled diagnostic.
+  trained on real boxes on purpose) and ``denoise --quality-gt`` the labelled diagnostic;
+- ``oracle_labels.py`` (``python benchmarks/oracle_labels.py``) is the labelled ORACLE benchmark
+  that builds train labels from the training ground truth (issue 53); no make target of a
+  pipeline runs it (``tests/stages/test_leakage.py``).
 
 Every other command (``proposals``, ``weak``, ``denoise``, ``strong``, ``rescore``,
 ``predict``, ``wsod.pipeline``, ...) is a training-side or inference command: one ground-truth
@@ -30,6 +33,7 @@ ALLOWED: dict[str, str | None] = {
     "report": None,
     "strong": "--fully-supervised-gt",
     "denoise": "--quality-gt",
+    "oracle_labels.py": None,
 }
 
 

@@ -11,8 +11,9 @@ appends one JSON line per ground-truth access to the log: ``{"command", "argv", 
 the folder listings ``os.listdir`` / ``os.scandir`` (``glob``).
 
 ``command`` is the wsod subcommand (``weak`` for ``python -m wsod weak``), the module of
-another ``python -m`` (``wsod.pipeline``), or, in a child process (a proposals worker), the
-command of the process that started it (``WSOD_AUDIT_COMMAND``, inherited).
+another ``python -m`` (``wsod.pipeline``), in a child process (a proposals worker) the command
+of the process that started it (``WSOD_AUDIT_COMMAND``, inherited), else the file name of the
+script a ``python SCRIPT.py`` runs (``oracle_labels.py``) or the interpreter's.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ def _command(argv: list[str]) -> str:
         if module == "wsod" and rest and not rest[0].startswith("-"):
             return rest[0]
         return module
-    return os.environ.get("WSOD_AUDIT_COMMAND") or os.path.basename(argv[0] if argv else "")
+    inherited = os.environ.get("WSOD_AUDIT_COMMAND")
+    if inherited:
+        return inherited
+    rest = argv[1:]
+    script = next((a for a in rest if not a.startswith("-")), "")
+    if script.endswith(".py") and "-c" not in rest[: rest.index(script)]:
+        return os.path.basename(script)  # python [options] SCRIPT.py: the script's file name
+    return os.path.basename(argv[0] if argv else "")
 
 
 def _install(log: str) -> None:

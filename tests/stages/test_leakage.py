@@ -24,6 +24,9 @@
    training-side command on real data opens no ground truth, and a process that does is
    reported. The end-to-end ``make all`` test (tests/test_voc_pipeline.py) runs the whole
    pipeline under the same hook.
+6. ORACLE benchmarks (:data:`ORACLE_BENCHMARKS`: train labels built from the training ground
+   truth, issue 53) are allowed to read it by the run-time guard (``leak_audit.ALLOWED``) and
+   reached by no make rule: the Makefile never names them nor the files they write.
 """
 
 from __future__ import annotations
@@ -338,3 +341,43 @@ def test_training_side_command_opens_no_ground_truth_at_run_time(
     rows = read_log(log)
     assert [(r["path"], r["write"]) for r in rows] == [(str(gt), False)]
     assert len(offences(rows)) == 1 and "read" in offences(rows)[0]
+
+
+# ----------------------------------------------------------------------------- ORACLE benchmarks
+# benchmarks that build TRAINING labels from the training ground truth (labelled ORACLE
+# diagnostics): the run-time guard allows them, no make rule runs them or reads their output
+ORACLE_BENCHMARKS = ("benchmarks/oracle_labels.py",)
+ORACLE_TEXT = re.compile(r"oracle", re.IGNORECASE)  # the scripts and every file they write
+
+
+def makefile_oracle_offences(text: str) -> list[str]:
+    """Rules whose targets, prerequisites or recipe name an ORACLE benchmark or its files."""
+    return [
+        f"{targets}: reaches an ORACLE benchmark"
+        for targets, prereqs, recipe in make_rules(text)
+        if ORACLE_TEXT.search(targets + prereqs + recipe)
+    ]
+
+
+def test_no_make_target_reaches_the_oracle_benchmarks() -> None:
+    from leak_audit import ALLOWED
+
+    for rel in ORACLE_BENCHMARKS:
+        text = (REPO / rel).read_text()
+        assert text.startswith('"""ORACLE DIAGNOSTIC'), f"{rel}: its docstring must say ORACLE"
+        assert FORBIDDEN["ground-truth readers"].search(text), f"{rel} no longer reads gt"
+        assert ALLOWED[Path(rel).name] is None  # the run-time guard knows it as allowed
+    makefile = (REPO / "Makefile").read_text()
+    assert not makefile_oracle_offences(makefile), makefile_oracle_offences(makefile)
+    assert not ORACLE_TEXT.search(makefile)  # nor through a variable
+    # the check fails on a rule that runs the benchmark or trains on what it wrote (planted)
+    bench = "\t$(PY) benchmarks/demo_dataset_speed.py\n"
+    assert bench in makefile
+    ran = makefile.replace(bench, bench + "\t$(PY) benchmarks/oracle_labels.py labels\n", 1)
+    assert makefile_oracle_offences(ran) == ["bench: reaches an ORACLE benchmark"]
+    strong = "$(WSOD) strong --pipeline $(STAGE_PIPELINE) --pseudo-labels $<"
+    assert strong in makefile
+    trained = makefile.replace(strong, strong.replace("$<", "$(RUN)/o/oracle_snapped.json"), 1)
+    assert makefile_oracle_offences(trained) == [
+        "$(STRONG)/val_dets.json: reaches an ORACLE benchmark"
+    ]
