@@ -257,6 +257,22 @@ def format_stats(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def images_differing(x: dict, y: dict) -> int:
+    """Images whose boxes (class and box, ignore regions left out) differ between two label
+    files (with one pseudo box per labelled class, as ``top1`` leaves, (a) and (b) differ only
+    where a labelled class has no real box: snapping that box is choosing the one real box)."""
+
+    def boxes(labels: dict) -> dict:
+        out: dict = defaultdict(list)
+        for a in labels["annotations"]:
+            if not contracts.is_ignored(a):
+                out[a["image_id"]].append((a["category_id"], [round(v, 2) for v in a["bbox"]]))
+        return {k: sorted(v) for k, v in out.items()}
+
+    bx, by = boxes(x), boxes(y)
+    return sum(bx.get(i) != by.get(i) for i in set(bx) | set(by))
+
+
 def write_labels(run: Path, out: Path, pseudo_path: Path | None = None) -> dict[str, dict]:
     """Build, write and score the variants of ``run``'s pseudo labels; returns the stats rows
     (also written to ``<out>/oracle_labels.md``)."""
@@ -281,6 +297,8 @@ def write_labels(run: Path, out: Path, pseudo_path: Path | None = None) -> dict[
         counts = {k: v for k, v in labels["info"]["oracle"].items() if k not in ("variant", "note")}
         print(f"{variant_file(name)}: {counts}")
     print(table)
+    n = images_differing(variants["one_real_box"], variants["snapped"])
+    print(f"(a) and (b) differ on {n} of {rows['pseudo labels']['images']} images")
     return rows
 
 

@@ -238,37 +238,59 @@ def _metrics(path: Path, dets: Path, classes: list[str], aps: list[float]) -> No
     path.write_text(json.dumps(metrics))
 
 
-def test_table_of_two_seeds(run_dir: Path, tmp_path: Path) -> None:
+def _population_sd(values) -> str:  # a planted fault: the n-denominator spread
+    return f"{np.mean(values):.1f} ± {np.std(values):.1f}"
+
+
+def _first_seed_only(specs, gt):  # a planted fault: one seed's detections stand for all
+    return REAL_ROW_VALUES(specs[:1], gt)
+
+
+REAL_ROW_VALUES = oracle_table.row_values
+
+
+@pytest.mark.parametrize(
+    "fault", [None, ("mean_sd", _population_sd), ("row_values", _first_seed_only)]
+)
+def test_table_of_two_seeds(run_dir: Path, tmp_path: Path, fault, monkeypatch) -> None:
     """The table step on two tiny metric files per row: mean +- sd, Δ to the first row, the
-    detection error shares of the detections each entry names, the per-class AP."""
+    detection error shares of the detections each entry names (seeds averaged), the per-class
+    AP; each planted fault fails the checks."""
     gt_path = run_dir / "data/train_gt.json"
     gt = json.loads(gt_path.read_text())
     classes = [c["name"] for c in gt["categories"]]
     sheep = [a for a in gt["annotations"] if a["category_id"] == SHEEP]
+    assert len(sheep) == 6  # 000416 and 000900: three each
     right = [{"image_id": a["image_id"], "category_id": SHEEP, "bbox": a["bbox"], "score": 0.9}
              for a in sheep]  # fmt: skip
     wrong = [dict(d, bbox=[0, 0, 5, 5]) for d in right]
     specs = {}
-    for name, dets, aps in (("good", right, (0.4, 0.6)), ("bad", wrong, (0.1, 0.1))):
+    rows = (("good", (right, right[:3] + wrong[3:]), (0.4, 0.6)), ("bad", (wrong, wrong), (0.1, 0.1)))  # fmt: skip
+    for name, dets, aps in rows:
         specs[name] = []
         for seed, ap in enumerate(aps):
-            (tmp_path / f"{name}{seed}.json").write_text(json.dumps(dets))
+            (tmp_path / f"{name}{seed}.json").write_text(json.dumps(dets[seed]))
             path = tmp_path / f"{name}{seed}_metrics.json"
             _metrics(path, tmp_path / f"{name}{seed}.json", classes, [ap] * len(classes))
             specs[name].append(f"{path}:strong" if seed else str(path))
     out = tmp_path / "table.md"
     argv = ["table", "--gt", str(gt_path), "--row", "good", *specs["good"], "--row", "bad",
             *specs["bad"], "--out", str(out)]  # fmt: skip
+    if fault:
+        monkeypatch.setattr(oracle_table, *fault)
     assert oracle.main(argv) == 0
     lines = out.read_text().splitlines()
     table = [line.strip("| ").split(" | ") for line in lines if line.startswith("| ")]
     head, good, bad = table
     cells = dict(zip(head, good, strict=True)), dict(zip(head, bad, strict=True))
-    assert cells[0]["mAP 11-pt"] == f"50.0 ± {100 * np.std([0.4, 0.6], ddof=1):.1f}"
-    assert cells[1]["mAP 11-pt"] == "10.0 ± 0.0" and cells[1]["Δ 11-pt"] == "-40.0"
-    assert cells[0]["correct"] == "100.0" and cells[1]["correct"] == "0.0"
-    assert cells[1]["elsewhere"] == "100.0"  # sheep images, boxes on no sheep
-    assert cells[0]["sheep"] == "50.0" and cells[0]["seeds"] == "2"
+    checks = [
+        cells[0]["mAP 11-pt"] == f"50.0 ± {100 * np.std([0.4, 0.6], ddof=1):.1f}",
+        cells[1]["mAP 11-pt"] == "10.0 ± 0.0" and cells[1]["Δ 11-pt"] == "-40.0",
+        cells[0]["correct"] == "75.0" and cells[0]["elsewhere"] == "25.0",  # 100 and 50 %
+        cells[1]["correct"] == "0.0" and cells[1]["elsewhere"] == "100.0",  # on no sheep
+        cells[0]["sheep"] == "50.0" and cells[0]["seeds"] == "2",
+    ]
+    assert all(checks) == (fault is None), checks
     with pytest.raises(ValueError, match="no detector 'fsd'"):
         oracle_table.read_entry(f"{tmp_path / 'good0_metrics.json'}:fsd")
 
@@ -306,3 +328,15 @@ def test_the_leakage_guard_allows_the_oracle_and_nothing_else(run_dir: Path, tmp
     rows = read_log(log)
     assert any(r["path"].endswith("train_gt.json") for r in rows) and offences(rows) == []
     assert len(offences([dict(r, command="strong") for r in rows])) == len(rows)
+
+
+def test_one_real_box_and_snapped_differ_where_a_class_has_no_real_box_or_no_pseudo_box(
+    run_dir: Path,
+) -> None:
+    """000331 and 001627 (a labelled person without a real box: (b) keeps the pseudo box, (a)
+    gives none) and 000089 (two pseudo people, no pseudo chair); elsewhere snapping the one
+    pseudo box of a class is choosing the one real box."""
+    pseudo, split, gt = _load(run_dir)
+    v = oracle.build_variants(pseudo, split, gt)
+    assert oracle.images_differing(v["one_real_box"], v["snapped"]) == 3
+    assert oracle.images_differing(v["snapped"], v["snapped"]) == 0
