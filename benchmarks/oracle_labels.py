@@ -127,21 +127,21 @@ def _ann(a: dict, box: np.ndarray | None = None, score: float | None = None) -> 
     return out
 
 
-def _split_by_kind(pseudo: dict) -> tuple[dict, list, set[int]]:
-    """(image id -> its pseudo boxes, ignore regions, images with a pseudo box)."""
+def _pseudo_boxes(pseudo: dict) -> dict[int, list[dict]]:
+    """Image id -> its pseudo boxes (ignore regions left out), for the images that have one."""
     boxes: dict = defaultdict(list)
-    regions = []
     for a in pseudo["annotations"]:
-        (regions.append(a) if contracts.is_ignored(a) else boxes[a["image_id"]].append(a))
-    return boxes, regions, set(boxes)
+        if not contracts.is_ignored(a):
+            boxes[a["image_id"]].append(a)
+    return boxes
 
 
 def one_real_box(pseudo: dict, split: dict, reals: dict) -> tuple[list, dict]:
     """Variant (a)'s annotations and counts (module docstring)."""
-    boxes, _, images = _split_by_kind(pseudo)
+    boxes = _pseudo_boxes(pseudo)
     labels = {im["id"]: sorted(set(im["labels"])) for im in split["images"]}
     anns, n = [], dict.fromkeys(("overlapped", "largest", "label without real box"), 0)
-    for image_id in sorted(images):
+    for image_id in sorted(boxes):
         if image_id not in labels:
             raise ValueError(f"image {image_id} of the pseudo labels is not in the split")
         for c in labels[image_id]:
@@ -166,9 +166,9 @@ def snapped(pseudo: dict, reals: dict) -> tuple[list, dict]:
     anns, n = [], dict.fromkeys(("overlapped", "largest", "kept: no real box"), 0)
     for a in pseudo["annotations"]:
         rb = reals.get((a["image_id"], a["category_id"]))
-        if contracts.is_ignored(a) or rb is None:
-            n["kept: no real box"] += not contracts.is_ignored(a)
+        if contracts.is_ignored(a) or rb is None:  # an ignore region, or nothing to snap to
             anns.append(dict(a))
+            n["kept: no real box"] += rb is None and not contracts.is_ignored(a)
             continue
         j, iou = most_overlapped(contracts.xywh_to_xyxy(a["bbox"]), rb)
         n["overlapped" if iou > 0 else "largest"] += 1
@@ -180,11 +180,13 @@ def correct_only(pseudo: dict, reals: dict) -> tuple[list, dict]:
     """Variant (c)'s annotations and counts (module docstring)."""
     kept, n = [], dict.fromkeys(("correct", "dropped"), 0)
     for a in pseudo["annotations"]:
+        if contracts.is_ignored(a):  # an ignore region stays (unless its image loses all boxes)
+            kept.append(a)
+            continue
         rb = reals.get((a["image_id"], a["category_id"]))
         ok = rb is not None and box_iou(contracts.xywh_to_xyxy(a["bbox"]), rb).max() >= CORRECT_IOU
-        if not contracts.is_ignored(a):
-            n["correct" if ok else "dropped"] += 1
-        if ok or contracts.is_ignored(a):
+        n["correct" if ok else "dropped"] += 1
+        if ok:
             kept.append(a)
     return kept, n
 
