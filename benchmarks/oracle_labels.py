@@ -320,8 +320,8 @@ def train_commands(
     jobs.append(("real", f"--fully-supervised-gt {data}/train_gt.json", "FSD"))
     in_run = {"pseudo": f"{run}/eval/metrics.json:strong", "real": f"{run}/eval/metrics.json:fsd"}
     lines, rows = [], defaultdict(list)
-    for name, train, which in jobs:
-        for seed in seeds:
+    for seed in seeds:  # every variant's first seed first: the second seeds may be left out
+        for name, train, which in jobs:
             if name in in_run and seed == run_seed:  # the run trained it: no need to repeat
                 rows[name].append(in_run[name])
                 continue
