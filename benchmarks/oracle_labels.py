@@ -23,7 +23,8 @@ are. A real box is any box of the ground-truth file (a ``difficult`` one too; VO
     real box of its class that it overlaps most (ties: the first in the file); one overlapping
     none: the largest real box of its class (the rule of (a)); one whose class has no real box
     in its image stays as it is. Same images, same count (two pseudo boxes may snap to the same
-    real box: both stay); scores kept.
+    real box: both stay); scores kept. With one pseudo box per labelled class (``top1``), (b)
+    is (a) but where a labelled class has no real box (``labels`` prints on how many images).
 (c) ``oracle_correct_only.json``, what wrong boxes cost: only the pseudo boxes with IoU >= 0.5
     with a real box of their class, unchanged; the image's other classes keep their boxes. An
     image left without a box keeps no annotation (its ignore regions go too): mmdet's
