@@ -138,21 +138,25 @@ def test_every_option_given_reaches_run_under_its_name(tmp_path, monkeypatch):
 _CTRL_C_IN_FINALIZER = """
 import os, signal, sys, time
 from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter as Iter
 import wsod.commands.report as command
 from wsod.cli import main
+
+shutdown = Iter._shutdown_workers
+
+def ctrl_c_while_joining(self):  # what __del__ calls: Ctrl-C arrives while it joins
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    finally:
+        shutdown(self)
 
 def execute(args):
     it = iter(DataLoader(list(range(8)), batch_size=2, num_workers=1))
     next(it)
-    shutdown = it._shutdown_workers
-    def ctrl_c_while_joining():
-        try:
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(1)
-        finally:
-            shutdown()
-    it._shutdown_workers = ctrl_c_while_joining
+    Iter._shutdown_workers = ctrl_c_while_joining
     del it  # the last reference: __del__ runs here, and the interrupt with it
+    Iter._shutdown_workers = shutdown
     for _ in range(100):  # the stage's next steps (detection on val, ...)
         time.sleep(0.01)
     print("went on after Ctrl-C")

@@ -116,9 +116,12 @@ class FinalizerInterrupts:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             if not self.interrupted:
                 import _thread
+                import threading
 
                 self.interrupted = True
-                _thread.interrupt_main()
+                # from another thread, once this hook has returned: raised inside the hook, the
+                # interrupt would be reported as the hook's own error and lost again
+                threading.Timer(0.05, _thread.interrupt_main).start()
             return
         if not self.interrupted:
             self.previous(unraisable)
