@@ -49,7 +49,10 @@ VARS_MK := $(STAMPS)/vars.mk
 # the pipeline file the stages read: PIPELINE, or its quick look under QUICK=1
 STAGE_PIPELINE := $(if $(QUICK_ON),$(STAMPS)/quick.py,$(PIPELINE))
 PIPELINE_ARGS := $(PIPELINE) $(if $(QUICK_ON),--quick $(STAGE_PIPELINE))
-NO_PIPELINE_GOALS := help setup browser test test-fast lint format bench voc07 clean demo
+# predict reads the pipeline itself and needs no make values, except the quick look's pipeline
+# (QUICK=1): without QUICK, `make predict` writes nothing before it finds a trained detector
+NO_PIPELINE_GOALS := help setup browser test test-fast lint format bench voc07 clean clean-all demo \
+    $(if $(QUICK_ON),,predict)
 ifneq ($(wildcard $(VENV)/.installed),)
 ifneq ($(filter-out $(NO_PIPELINE_GOALS),$(or $(MAKECMDGOALS),$(.DEFAULT_GOAL))),)
 include $(VARS_MK)
@@ -89,8 +92,10 @@ PYTEST_ARGS ?=
 # `make -j2 all` runs independent stages at once (e.g. the fully supervised reference beside
 # proposals -> weak -> strong). Each long stage holds a slot in this folder; PyTorch stages use
 # cores / (live slots) threads, back to the default once alone (wsod/utils/cpu_share.py).
-# One folder per user on the machine, so separate `make` runs share the cores too; empty = off.
-export WSOD_JOBS_DIR ?= $(or $(TMPDIR),/tmp)/wsod-jobs-$(shell id -u)
+# One folder for the machine (not under TMPDIR, which differs between shells, batch jobs and
+# users), so a second `make` on a machine running one shares the cores with it instead of
+# oversubscribing them; empty = off.
+export WSOD_JOBS_DIR ?= /tmp/wsod-jobs
 
 DATA := $(RUN)/data
 PROPS := $(RUN)/proposals
@@ -103,7 +108,7 @@ EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup browser test test-fast lint format bench demo all data proposals weak denoise strong fsd \
-        rescore evaluate report ablate voc07 clean rounds check FORCE
+        rescore evaluate report ablate voc07 clean clean-all rounds check FORCE
 
 help:  ## list the targets
 	@echo "wsod — weakly supervised object detection. Usage: make <target> [VARIABLE=value ...]"
@@ -115,6 +120,18 @@ help:  ## list the targets
 	@echo "  FSD=0|1          also train the fully supervised reference on the real boxes [the pipeline's fsd]"
 	@echo "  ROUNDS=N         self-training rounds after the first strong detector [the pipeline's rounds]"
 	@echo "  IMAGES='...'     make predict: image files, folders, globs or list files"
+	@echo "  PREDICT_OUT=dir  make predict: where images.json, detections.json and vis/ go [$(PREDICT_OUT)]"
+	@echo "  PROPOSAL_CACHE=dir  proposals shared between runs on the same images; empty = each"
+	@echo "                   run its own [$(PROPOSAL_CACHE)]"
+	@echo "  WSOD_JOBS_DIR=dir  slots by which the stages of all runs on this machine share the"
+	@echo "                   cores; empty = no sharing [$(WSOD_JOBS_DIR)]"
+	@echo "examples:"
+	@echo "  make demo                                   the whole pipeline on the embedded dataset"
+	@echo "  make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images QUICK=1"
+	@echo "                   your images + train.csv/val.csv of tags: a quick look first (minutes)"
+	@echo "  make all PIPELINE=pipelines/custom_example.py DATA_ROOT=data/my_images"
+	@echo "  make predict PIPELINE=pipelines/custom_example.py IMAGES=new_photos/"
+	@echo "  make clean PIPELINE=pipelines/custom_example.py QUICK=1   remove that quick look's run"
 	@echo "targets:"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
@@ -321,8 +338,9 @@ $(EVAL)/metrics.json: $(DATA)/val_gt.json $(DATA)/train_gt.json $(DATA)/train.js
 	    --label-splits train=$(DATA)/train.json val=$(DATA)/val.json
 
 report: $(REPORT)/report.md  ## report.md + report.html with tables, PR curves, gallery
-$(REPORT)/report.md: $(EVAL)/metrics.json
-	$(WSOD) report --metrics $< --out-dir $(REPORT) --gt $(DATA)/val_gt.json \
+# the report section of the pipeline applies (under QUICK=1 the report says it is a quick look)
+$(REPORT)/report.md: $(EVAL)/metrics.json $(STAMPS)/report.json
+	$(WSOD) report --pipeline $(STAGE_PIPELINE) --metrics $< --out-dir $(REPORT) --gt $(DATA)/val_gt.json \
 	    --detections $(EVAL_DETS) --pseudo-labels $(DENOISE)/pseudo_train.json
 
 # Reproducibility: the run's val mAP beside docs/results.md's headline (AGAINST= another run's
@@ -331,8 +349,25 @@ AGAINST ?= docs/results.md
 check: $(EVAL)/metrics.json  ## the run's mAP beside the published headline (AGAINST=), with the seed spread
 	$(WSOD) compare --metrics $< --against $(AGAINST)
 
-clean:  ## remove work_dirs (all pipeline outputs)
-	rm -rf work_dirs
+# clean removes one run, the one RUN names (PIPELINE and QUICK name it too); clean-all every
+# run under work_dirs/, after asking (YES=1 answers for a script)
+clean:  ## remove this run's folder, RUN [work_dirs/<pipeline>(_quick)]
+	@case "$(RUN)" in ""|/|.|..|./|work_dirs|work_dirs/) \
+	    echo "make clean: RUN='$(RUN)' is not one run's folder; make clean-all removes every run"; \
+	    exit 2;; esac
+	@if [ -e "$(RUN)" ]; then echo "rm -rf $(RUN)"; rm -rf "$(RUN)"; \
+	else echo "make clean: $(RUN): nothing to remove (RUN=, PIPELINE= or QUICK=1 name the run)"; fi
+
+clean-all:  ## remove every run under work_dirs/ (asks first; YES=1 does not)
+	@runs="$$(ls -d work_dirs/*/ 2>/dev/null | tr '\n' ' ')"; \
+	if [ -z "$$runs" ]; then echo "make clean-all: work_dirs/ holds no run"; exit 0; fi; \
+	echo "make clean-all: removes $$runs"; \
+	if [ "$(YES)" != 1 ]; then \
+	    if [ -t 0 ]; then read -r -p "remove them all? [y/N] " ok; else ok=; fi; \
+	    case "$$ok" in y|Y|yes) ;; *) echo "make clean-all: nothing removed (YES=1 to remove"\
+	        " without asking; make clean RUN=... removes one run)"; exit 1;; esac; \
+	fi; \
+	echo "rm -rf work_dirs"; rm -rf work_dirs
 
 ## ---------------------------------------------------------------------------- predict
 # The pipeline's final detector (the strong work dir's config + checkpoint) on new images, rescored
@@ -343,7 +378,15 @@ clean:  ## remove work_dirs (all pipeline outputs)
 IMAGES ?=
 PREDICT_OUT ?= $(RUN)/predict
 .PHONY: predict
+# Only the quick look ran (its detector, after a few steps, is no detector to use): say so and
+# name QUICK=1 instead of failing on the missing full run
+QUICK_MODEL := $(RUN)_quick/strong/strong_model.json
 predict:  ## the final detector on new images: IMAGES='folder/ glob list.txt' [PREDICT_OUT=dir]
 	@test -n "$(IMAGES)" || { echo "make predict: give IMAGES='folder/ glob list.txt'"; exit 2; }
+	@if [ -z "$(QUICK_ON)" ] && [ ! -f $(STRONG)/strong_model.json ] && [ -f $(QUICK_MODEL) ]; then \
+	    echo "make predict: $(STRONG) holds no trained detector; only the quick look ran" \
+	        "($(QUICK_MODEL)). Its detector trained a few steps: make predict ... QUICK=1 runs" \
+	        "it (to see the outputs), make all PIPELINE=$(PIPELINE) trains the real one."; \
+	    exit 2; fi
 	$(WSOD) predict --pipeline $(STAGE_PIPELINE) --strong-dir $(STRONG) --weak-dir $(WEAK) \
 	    --images $(IMAGES) --out-dir $(PREDICT_OUT)

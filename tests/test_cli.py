@@ -130,3 +130,52 @@ def test_every_option_given_reaches_run_under_its_name(tmp_path, monkeypatch):
         "allow_pickle": True,
         "seed": 3,
     }
+
+
+# A command whose DataLoader iterator is collected (as after a training loop's last step, when
+# the strong stage has written its last checkpoint) while Ctrl-C arrives: the interrupt lands
+# inside the iterator's __del__, which joins its worker processes.
+_CTRL_C_IN_FINALIZER = """
+import os, signal, sys, time
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter as Iter
+import wsod.commands.report as command
+from wsod.cli import main
+
+shutdown = Iter._shutdown_workers
+
+def ctrl_c_while_joining(self):  # what __del__ calls: Ctrl-C arrives while it joins
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+    finally:
+        shutdown(self)
+
+def execute(args):
+    it = iter(DataLoader(list(range(8)), batch_size=2, num_workers=1))
+    next(it)
+    Iter._shutdown_workers = ctrl_c_while_joining
+    del it  # the last reference: __del__ runs here, and the interrupt with it
+    Iter._shutdown_workers = shutdown
+    for _ in range(100):  # the stage's next steps (detection on val, ...)
+        time.sleep(0.01)
+    print("went on after Ctrl-C")
+    return 0
+
+command.execute = execute
+sys.exit(main(["report"]))
+"""
+
+
+def test_ctrl_c_inside_a_dataloader_finalizer_stops_in_one_line():
+    """Before: Ctrl-C just after the strong stage's last checkpoint printed a 17-line
+    traceback ("Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__>") and
+    the stage went on. Now it stops the command with the CLI's one line and exit code 130."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_FINALIZER],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    assert "went on" not in done.stdout
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert done.stderr.strip() == "wsod report: interrupted; rerun the same command to resume"

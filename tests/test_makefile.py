@@ -1,5 +1,6 @@
 """`make -n all` lists the stages in DAG order with file targets."""
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -306,3 +307,82 @@ def test_a_strong_config_that_reads_proposals_gets_the_pipelines(tmp_path):
     assert len(trainings) == 4 and not any("proposals/" in ln for ln in trainings), trainings
     for target in ("strong/val_dets.json", "fsd/val_dets.json"):
         assert "proposals/" not in _rule(tmp_path, "all", target, plain, "ROUNDS=1")
+
+
+def _make_in(cwd, *args, stdin=subprocess.DEVNULL, env=None):
+    """`make -f <repo>/Makefile ARGS` run in ``cwd`` (its own work_dirs/, no venv there)."""
+    return subprocess.run(
+        ["make", "-f", str(REPO / "Makefile"), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=120, stdin=stdin, env=env,
+    )  # fmt: skip
+
+
+def test_make_help_names_predict_out_the_proposal_cache_and_a_custom_data_run():
+    """Before: `make help` did not list PREDICT_OUT, PROPOSAL_CACHE or how to run your own
+    images."""
+    out = subprocess.run(
+        ["make", "help"], cwd=REPO, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    for name in ("PREDICT_OUT=", "PROPOSAL_CACHE=", "WSOD_JOBS_DIR="):
+        assert name in out, name
+    custom = [
+        ln for ln in out.splitlines() if "make all PIPELINE=pipelines/custom_example.py" in ln
+    ]
+    assert custom and all("DATA_ROOT=" in ln for ln in custom)
+    assert any("QUICK=1" in ln for ln in custom)
+
+
+def test_make_clean_removes_only_the_named_run(tmp_path):
+    """Before: `make clean` deleted every run in work_dirs/ without a word. It removes RUN now
+    (PIPELINE and QUICK name it); clean-all asks first and removes nothing unanswered."""
+    runs = tmp_path / "work_dirs"
+    for name in ("mine", "mine_quick", "other"):
+        (runs / name / "eval").mkdir(parents=True)
+        (runs / name / "eval" / "metrics.json").write_text("{}")
+    done = _make_in(tmp_path, "clean", "PIPELINE=pipelines/mine.py", "QUICK=1")
+    assert done.returncode == 0 and "rm -rf work_dirs/mine_quick" in done.stdout
+    assert sorted(p.name for p in runs.iterdir()) == ["mine", "other"]
+    assert _make_in(tmp_path, "clean", "RUN=work_dirs/").returncode != 0  # not one run
+    assert _make_in(tmp_path, "clean", "RUN=").returncode != 0
+    asked = _make_in(tmp_path, "clean-all")  # no terminal to answer: nothing removed
+    assert asked.returncode != 0 and "nothing removed" in asked.stdout
+    assert sorted(p.name for p in runs.iterdir()) == ["mine", "other"]
+    assert _make_in(tmp_path, "clean-all", "YES=1").returncode == 0
+    assert not runs.exists()
+
+
+def test_make_predict_after_only_a_quick_look_hints_and_leaves_nothing(tmp_path, voc_root):
+    """Before: `make predict` without QUICK=1 after a quick look failed on the missing full run
+    and left its pipeline folder behind. Now it names QUICK=1 and writes nothing."""
+    mine = tmp_path / "mine.py"
+    mine.write_text("_base_ = ['" + str(REPO / "pipelines" / "demo.py") + "']\n")
+    run = tmp_path / "runs" / "mine"
+    model = tmp_path / "runs" / "mine_quick" / "strong" / "strong_model.json"
+    model.parent.mkdir(parents=True)
+    model.write_text("{}")
+    image = voc_root / "JPEGImages" / "000023.jpg"  # a real photo
+    done = subprocess.run(
+        ["make", "predict", f"PIPELINE={mine}", f"RUN={run}", f"IMAGES={image}"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "only the quick look ran" in done.stdout and "QUICK=1" in done.stdout
+    assert not run.exists()  # no .pipeline/ folder, no predict/ folder
+    assert "-m wsod predict" not in done.stdout
+
+
+def test_two_make_runs_share_one_slot_folder_whatever_their_tmpdir(tmp_path):
+    """Before: the slot folder was $TMPDIR/wsod-jobs-<uid>, so a second `make` with another
+    TMPDIR (another shell, a batch job) or user ran beside the first at full width
+    (oversubscribed). The folder is the machine's now."""
+
+    def jobs_dir(tmpdir: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "WSOD_JOBS_DIR"}
+        env["TMPDIR"] = tmpdir
+        out = _make_in(tmp_path, "help", env=env).stdout
+        line = next(ln for ln in out.splitlines() if "WSOD_JOBS_DIR=" in ln)
+        follow = out.splitlines()[out.splitlines().index(line) + 1]
+        return follow.rsplit("[", 1)[1].rstrip("]")
+
+    first, second = jobs_dir(str(tmp_path / "a")), jobs_dir(str(tmp_path / "b"))
+    assert first == second and not first.startswith(str(tmp_path))

@@ -215,3 +215,77 @@ def test_make_help_names_the_variables_a_user_sets():
     out = _make("help").stdout
     for name in ("PIPELINE=", "DATA_ROOT=", "RUN=", "QUICK=1", "FSD=", "ROUNDS=", "IMAGES="):
         assert name in out, name
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("weak = dict(max_iters='2000')\n", r"weak\.max_iters = '2000': want a whole number"),
+        (
+            "weak = dict(max_iters=100, affinity_start_iter=100)\n",
+            "start_iter 100 >= max_iters 100",
+        ),
+    ],
+)
+def test_the_quick_look_checks_the_users_pipeline_first(tmp_path, text, message):
+    """Before: under QUICK=1 the quick overlay replaced max_iters and affinity_start_iter before
+    the check, so these wrong values passed and the quick look exited 0; errors named the
+    generated .pipeline/quick.py. Now the user's file is checked as written first, by
+    `python -m wsod.pipeline --quick --check` (what make runs): refused, naming it, and no
+    quick pipeline, stamp or make fragment is written."""
+    from wsod.pipeline.__main__ import main
+
+    p = _child(tmp_path, text)
+    stamps = tmp_path / "run" / ".pipeline"
+    quick = stamps / "quick.py"
+    argv = [str(p), "--quick", str(quick), "--check", "--stamps", str(stamps)]
+    with pytest.raises(SystemExit) as err:
+        main([*argv, "--vars-mk", str(stamps / "vars.mk")])
+    assert re.search(message, str(err.value)) and f"{p}: " in str(err.value)
+    assert "quick.py" not in str(err.value)
+    assert not stamps.exists()
+    # the quick overlay itself is still valid: it is the user's value that is refused
+    quick.parent.mkdir(parents=True)
+    quick.write_text(quick_pipeline_text(p))
+    assert check_values(quick, p)["weak"]["max_iters"] == QUICK_ITERS
+
+
+def test_make_quick_refuses_the_users_wrong_value(tmp_path):
+    """`make all QUICK=1` over a pipeline with a wrong value the overlay replaces: refused
+    before any stage, the message names the user's file."""
+    p = _child(tmp_path, "weak = dict(max_iters='2000')\n")
+    done = _make("-n", "all", f"PIPELINE={p}", f"RUN={tmp_path}/run", "QUICK=1", check=False)
+    assert done.returncode != 0
+    assert f"{p}: weak.max_iters = '2000': want a whole number" in done.stderr
+    assert "-m wsod data" not in done.stdout
+
+
+def test_an_error_of_the_quick_look_itself_names_both_files(tmp_path, monkeypatch):
+    """A value only the quick look makes wrong is named as the quick look of the user's file."""
+    import wsod.pipeline.__main__ as entry
+
+    p = _child(tmp_path, "")
+    quick = tmp_path / "run" / ".pipeline" / "quick.py"
+    real = entry.write_quick_pipeline
+
+    def broken(path, out):  # a quick look that breaks a rule
+        out = real(path, out)
+        out.write_text(out.read_text() + "fsd = 2\n")
+        return out
+
+    monkeypatch.setattr(entry, "write_quick_pipeline", broken)
+    with pytest.raises(SystemExit) as err:
+        entry.main([str(p), "--quick", str(quick), "--check", "--stamps", str(quick.parent)])
+    assert f"the quick look of {p} ({quick}, generated): {quick}: fsd = 2" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("topl", "top1"), ("topI", "top1"), ("top_1", "top1"), ("tpok", "topk"), ("rnist", "mist")],
+)
+def test_a_near_name_weighs_look_alike_characters(tmp_path, typed, meant):
+    """Before: `topl` got "did you mean 'topk'?" (both one edit away; difflib breaks the tie by
+    the larger string). `l` for `1` is a slip of shape, so `top1` is suggested now."""
+    p = _child(tmp_path, f"denoise = dict(strategies=[dict(type='{typed}')])\n")
+    with pytest.raises(ValueError, match=rf"did you mean '{meant}'\?"):
+        check_values(p)

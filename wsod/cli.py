@@ -3,7 +3,10 @@
 Each subcommand lives in ``wsod.commands.<stage>`` (argparse only) and calls
 ``wsod.stages.<stage>.run(...)`` (all logic). ``--pipeline FILE`` fills any option not given on
 the command line from the ``<stage>`` section of a pipeline file (see ``pipelines/demo.py``).
-Errors become one line on stderr and exit code 1 (``--debug`` shows the traceback).
+Errors become one line on stderr and exit code 1 (``--debug`` shows the traceback). Ctrl-C
+becomes one line and exit code 130, also when it lands in a finalizer (a DataLoader iterator's
+``__del__`` that joins its workers after a training loop): Python would print it as an ignored
+exception with its traceback and go on; :func:`interrupts_from_finalizers` stops the command.
 """
 
 from __future__ import annotations
@@ -97,15 +100,52 @@ def one_line_warnings(command: str) -> None:
     warnings.formatwarning = fmt
 
 
+class FinalizerInterrupts:
+    """A ``sys.unraisablehook`` that turns a ``KeyboardInterrupt`` raised inside a finalizer
+    (``__del__``, where Python only prints it) into an interrupt of the main thread, raised
+    where the command runs, and prints nothing; other unraisable exceptions keep the previous
+    hook's report until the command is interrupted (``interrupted``): then the interpreter's
+    exit collects DataLoader iterators whose workers the interrupt already stopped, and their
+    errors are leftovers, not news."""
+
+    def __init__(self, previous) -> None:
+        self.previous = previous
+        self.interrupted = False
+
+    def __call__(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            if not self.interrupted:
+                import _thread
+                import threading
+
+                self.interrupted = True
+                # from another thread, once this hook has returned: raised inside the hook, the
+                # interrupt would be reported as the hook's own error and lost again
+                threading.Timer(0.05, _thread.interrupt_main).start()
+            return
+        if not self.interrupted:
+            self.previous(unraisable)
+
+
+def interrupts_from_finalizers() -> FinalizerInterrupts:
+    """Install :class:`FinalizerInterrupts` (once per process) and return it, reset."""
+    if not isinstance(sys.unraisablehook, FinalizerInterrupts):
+        sys.unraisablehook = FinalizerInterrupts(sys.unraisablehook)
+    sys.unraisablehook.interrupted = False
+    return sys.unraisablehook
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     one_line_warnings(args.command)
+    finalizers = interrupts_from_finalizers()
     try:
         apply_pipeline(args)
         mod = importlib.import_module(f"wsod.commands.{args.command}")
         return int(mod.execute(args) or 0)
     except KeyboardInterrupt:
+        finalizers.interrupted = True
         print(
             f"wsod {args.command}: interrupted; rerun the same command to resume", file=sys.stderr
         )

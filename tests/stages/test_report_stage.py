@@ -289,11 +289,14 @@ def test_report_cost_section_and_provenance(evaluated: dict, tmp_path: Path):
         and "<td>6:56.1 (416.1 s)</td><td>2.9 -&gt; 9.9</td><td>n/a</td>" in html
     )
     assert "<td>9:18.6 (558.6 s)</td><td>0.0 -&gt; 13.7</td><td>max 2048.5</td>" in html
-    # provenance near the top: before the detector table
-    prov = lines.index("## Run provenance")
-    assert prov < lines.index("## Detectors side by side (AP@0.5, VOC07 11-point, %)")
+    # results first: the commands in the appendix, after the detector table and the cost;
+    # the warning on mixed code versions stays above the results
+    results = lines.index("## Detectors side by side (AP@0.5, VOC07 11-point, %)")
+    appendix = lines.index("## Appendix: how this run was made")
+    assert results < start < appendix < lines.index("### Commands")
     assert "Git commits: eec43f9-dirty (data); ea343e0 (weak); 2942490 (proposals)." in md
-    assert "3 different code versions" in md
+    warning = next(i for i, ln in enumerate(lines) if "3 different code versions" in ln)
+    assert warning < results
     assert "weak: wsod weak --work-dir RUN/weak" in md and "wsod proposals --split 'a b.json'" in md
     assert "iter_400" not in md and "999" not in md
 
@@ -318,3 +321,80 @@ def test_report_refuses_a_metrics_file_that_breaks_its_contract(evaluated: dict,
     with pytest.raises(ValueError, match=r"broken_metrics\.json.*lacks \['pr'\].*wsod evaluate"):
         run(bad, tmp_path / "r", gallery_images=0)
     assert not (tmp_path / "r" / "report.md").exists()
+
+
+def test_a_quick_look_says_so_above_the_results(evaluated: dict, tmp_path: Path):
+    """Before: the quick look's report read like a result (the strong columns at 0 without a
+    word). Now a callout above every number says it is a quick look of the named pipeline, that
+    its numbers are meaningless and strong AP at 0 expected, and names the full run."""
+    run(evaluated["metrics"], tmp_path / "q", gallery_images=0, quick_look="pipelines/mine.py")
+    lines = (tmp_path / "q" / "report.md").read_text().splitlines()
+    callout = next(i for i, ln in enumerate(lines) if "Quick look of pipelines/mine.py" in ln)
+    assert callout < lines.index("## Detectors side by side (AP@0.5, VOC07 11-point, %)")
+    text = lines[callout]
+    assert "numbers say nothing" in text and "AP columns read 0" in text
+    assert "`make all PIPELINE=pipelines/mine.py`" in text and "without QUICK=1" in text
+    run(evaluated["metrics"], tmp_path / "full", gallery_images=0)
+    assert "Quick look" not in (tmp_path / "full" / "report.md").read_text()
+
+
+def test_the_quick_look_command_ends_with_what_to_run_next(evaluated: dict, tmp_path: Path):
+    """The last line of `make all QUICK=1` is the report command's: it names the full run."""
+    from wsod.cli import main
+
+    out = tmp_path / "q"
+    pipe = tmp_path / "quick.py"
+    pipe.write_text("report = dict(quick_look='pipelines/mine.py', gallery_images=0)\n")
+    argv = ["report", "--pipeline", str(pipe), "--metrics", str(evaluated["metrics"])]
+    assert main([*argv, "--out-dir", str(out)]) == 0
+    assert "Quick look of pipelines/mine.py" in (out / "report.md").read_text()
+
+
+def test_a_class_without_training_images_is_marked_and_explained(evaluated: dict, tmp_path: Path):
+    """Before: a class that no training image is tagged with showed AP 0 like a class the
+    detector failed on. Its row says so now, and a note under the table explains the 0."""
+    from wsod.stages.evaluate import run as evaluate
+
+    work = evaluated["work"]
+    train = json.loads((work / "train.json").read_text())
+    names = {c["id"]: c["name"] for c in train["categories"]}
+    tagged = {names[c] for im in train["images"] for c in im["labels"]}
+    metrics = tmp_path / "metrics.json"
+    evaluate(
+        work / "val_gt.json",
+        {"weak": work / "weak.json", "strong": work / "strong.json"},
+        metrics,
+        label_splits={"train": work / "train.json", "val": work / "val.json"},
+    )
+    run(metrics, tmp_path / "r", gallery_images=0)
+    md = (tmp_path / "r" / "report.md").read_text()
+    untrained = [c for c in names.values() if c not in tagged]
+    assert untrained and tagged  # six real train images: some classes, not all
+    for c in names.values():
+        marked = f"| {c} (no train images) |" in md
+        assert marked == (c in untrained), c
+    note = next(ln for ln in md.splitlines() if ln.startswith("No training image is tagged"))
+    assert ", ".join(untrained) in note and "0 by construction" in note
+
+
+def test_provenance_shows_seeds_and_whole_configs(evaluated: dict, tmp_path: Path):
+    """Before: a stage without a seed showed `None` and configs were cut at 600 characters
+    with "...". Now such a seed reads "–" (explained) and every config is shown whole."""
+    from wsod.utils.io import write_json_artifact
+
+    work = evaluated["work"]
+    long_cfg = {f"key_{i:03d}": "value " * 8 for i in range(40)}  # ~2,900 characters
+    write_json_artifact(work / "strong.json", json.loads((work / "strong.json").read_text()),
+                        stage="strong", seed=7, config=long_cfg)  # fmt: skip
+    try:
+        run(evaluated["metrics"], tmp_path / "r", gallery_images=0)
+        md = (tmp_path / "r" / "report.md").read_text()
+    finally:  # the module-scoped fixture's sidecar as it was
+        write_json_artifact(work / "strong.json", json.loads((work / "strong.json").read_text()),
+                            stage="strong", seed=7, config={"model": "faster_rcnn_test_cfg"})  # fmt: skip
+    rows = [ln for ln in md.splitlines() if ln.startswith(("| metrics ", "| detections "))]
+    assert rows[0].startswith("| metrics ") and rows[0].endswith("| – |")  # evaluate: no seed
+    assert all("None" not in r for r in rows)
+    assert "seed –: the stage takes no seed" in md
+    config_line = next(ln for ln in md.splitlines() if ln.startswith("detections strong: {"))
+    assert json.loads(config_line.split(": ", 1)[1]) == long_cfg  # whole, parseable

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -122,3 +123,54 @@ def test_runner_configs_get_the_hook_only_when_sharing_is_on(tmp_path, monkeypat
     empty = Config(dict())
     rn.add_cpu_share_hook(empty)
     assert [h["type"] for h in empty.custom_hooks] == ["WSODCPUShareHook"]
+
+
+def test_a_new_slot_folder_is_shared_by_every_user(tmp_path):
+    """The Makefile's folder is one per machine: created writable for all, sticky as /tmp."""
+    jobs = tmp_path / "machine" / "jobs"
+    with cpu_share.slot(jobs):
+        assert jobs.stat().st_mode & 0o7777 == 0o1777
+
+
+def test_another_users_stale_slot_and_an_unwritable_folder_do_not_stop_a_stage(
+    tmp_path, monkeypatch
+):
+    """In a shared sticky folder another user's stale slot cannot be removed, and a folder this
+    process cannot write to must not fail the stage: the first is skipped, the second turns
+    sharing off for this process with a warning naming the folder and the fix."""
+    from pathlib import Path
+
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    stale = jobs / str(_dead_pid())
+    stale.write_text("")
+    real_unlink = Path.unlink
+
+    def foreign(self, missing_ok=False):
+        if self == stale:
+            raise PermissionError(1, "Operation not permitted", str(self))
+        return real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", foreign)
+    assert cpu_share.live_jobs(jobs) == 0 and stale.exists()
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")  # a folder under a file cannot be made, as one without write access
+    where = re.escape(str(blocked / "jobs"))
+    with pytest.warns(UserWarning, match=rf"CPU sharing off .*{where}.*WSOD_JOBS_DIR"):
+        with cpu_share.slot(blocked / "jobs") as path:
+            assert path is None
+
+
+def test_shared_threads_splits_the_cores_for_a_stage_outside_a_runner(tmp_path, other_job):
+    """`wsod predict` beside a running stage: half the cores while it detects, then back."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / str(other_job.pid)).write_text("")
+    before = torch.get_num_threads()
+    try:
+        with cpu_share.shared_threads(jobs) as n:
+            assert n == max(1, min(before, cpu_share.cores() // 2))
+            assert torch.get_num_threads() == n and cpu_share.live_jobs(jobs) == 2
+        assert torch.get_num_threads() == before and cpu_share.live_jobs(jobs) == 1
+    finally:
+        torch.set_num_threads(before)

@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: the folder above the metrics file's, RUN for RUN/eval/metrics.json)",
     )
     parser.add_argument("--title", help="report title")
+    parser.add_argument(
+        "--quick-look",
+        metavar="PIPELINE",
+        help="the run is the quick look of PIPELINE (make all QUICK=1): the report and its last "
+        "line say so and name the full run to make next",
+    )
     parser.add_argument("--seed", type=int, help="seed of the gallery's image choice (default 0)")
     parser.add_argument(
         "--score-thr",
@@ -68,4 +74,15 @@ def execute(args: argparse.Namespace) -> int:
         f"wrote {result['html']} and {result['markdown']} "
         f"({len(result['figures'])} plots, {len(result['gallery'])} gallery images)"
     )
+    if args.quick_look:
+        print(quick_look_line(args.quick_look))
     return 0
+
+
+def quick_look_line(pipeline: str) -> str:
+    """The last line of a quick look (``make all QUICK=1``): what it was, what to run next."""
+    return (
+        f"quick look of {pipeline} done: every stage ran on your data, but a few images and "
+        "training steps make its numbers meaningless (strong AP at 0 is expected); next, the "
+        f"full run: make all PIPELINE={pipeline} (the same command without QUICK=1)"
+    )

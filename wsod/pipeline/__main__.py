@@ -34,19 +34,36 @@ def _parse(argv: list[str]) -> dict:
     return opts
 
 
+def _check_derived(path: str, named: str) -> None:
+    """:func:`check_values` of ``path``; when it is the quick look of ``named``, an error
+    names both files (the user edits ``named``, never the generated one)."""
+    try:
+        check_values(path, named)
+    except (ValueError, OSError, KeyError) as e:
+        if path == named:
+            raise
+        raise ValueError(f"the quick look of {named} ({path}, generated): {e}") from None
+
+
 def main(argv: list[str]) -> int:
     """``python -m wsod.pipeline FILE [--check] [--quick OUT] [--stamps DIR] [--vars-mk FILE]``:
     check every value (:func:`check_values`), write the quick-look pipeline
     (:func:`write_quick_pipeline`; the other outputs then describe it), the stamps and the make
-    fragment. No stamp or fragment is written when the check fails."""
+    fragment. With ``--quick --check`` the user's file is checked as it is before the quick
+    look is written and checked. No stamp or fragment is written when a check fails."""
     opts = _parse(argv)
     named = path = opts["path"]
     try:
         if opts.get("quick"):
-            load_pipeline(named)
+            # the user's file first, as it is: the quick overlay replaces some of its values
+            # (max_iters, affinity_start_iter, ...), which must not hide a wrong one
+            if opts["check"]:
+                check_values(named)
+            else:
+                load_pipeline(named)
             path = str(write_quick_pipeline(named, opts["quick"]))
         if opts["check"]:
-            check_values(path, named)
+            _check_derived(path, named)
         if opts.get("stamps"):
             write_section_stamps(path, opts["stamps"])
         if opts.get("vars_mk"):

@@ -15,7 +15,8 @@ QUICK_BOXES = 200  # proposals per image
 def quick_pipeline_text(path: str | os.PathLike) -> str:
     """A pipeline that inherits ``path`` and shrinks it to a quick look: ``data.limit``,
     ``proposals.max_boxes``, ``max_iters`` of the weak and strong stages and, for a two-phase
-    black box, the affinity phase's start (the last fifth; ``weak.affinity_start_iter``)."""
+    black box, the affinity phase's start (the last fifth; ``weak.affinity_start_iter``). The
+    report says it is a quick look of ``path`` and names the full run (``report.quick_look``)."""
     from wsod.models.affinity_phase_hook import PHASE_OPTION, phase_hook
 
     pipeline = load_pipeline(path)
@@ -30,6 +31,7 @@ def quick_pipeline_text(path: str | os.PathLike) -> str:
             f"proposals = dict(max_boxes={QUICK_BOXES})",
             f"weak = dict(max_iters={QUICK_ITERS}{phase})",
             f"strong = dict(max_iters={QUICK_ITERS})",
+            f"report = dict(quick_look={str(path)!r})",
             "",
         ]
     )

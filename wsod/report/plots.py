@@ -158,11 +158,21 @@ def empty_note(layers: Sequence[Mapping]) -> str | None:
     return "no box above the drawing threshold" if scored else "no box"
 
 
-def _draw_layers(ax, layers: Sequence[Mapping], class_names: Mapping, scale: float, hw) -> None:
-    """Boxes and captions of a panel's layers (see :func:`draw_panels`); ``scale`` inches per
-    image pixel (caption sizes in pixels), ``hw`` the image's (h, w)."""
-    px_per_pt = 1 / (scale * 72)
-    line = LABEL_PT * 1.45 * px_per_pt
+def _pixels_per_unit(ax) -> tuple[float, float]:
+    """Display pixels per image pixel along x and y in ``ax`` (an image axes, laid out)."""
+    (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (1.0, 1.0)])
+    return abs(x1 - x0), abs(y1 - y0)
+
+
+def _draw_layers(ax, layers: Sequence[Mapping], class_names: Mapping, hw) -> None:
+    """Boxes and captions of a panel's layers (see :func:`draw_panels`) in a laid-out ``ax``;
+    ``hw`` the image's (h, w). Each caption's size is measured as drawn (its text and its
+    background's padding), so :func:`label_anchors` keeps it whole inside the image."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    sx, sy = _pixels_per_unit(ax)
+    pad_pt = 0.5  # the caption background's padding (points)
+    pad = pad_pt * fig.dpi / 72  # in display pixels
     for i, layer in enumerate(layers):
         color = color_of(layer["name"], i)
         scores = layer.get("scores")
@@ -170,17 +180,37 @@ def _draw_layers(ax, layers: Sequence[Mapping], class_names: Mapping, scale: flo
         caps = [class_names.get(int(c), str(c)) for c in np.asarray(layer["labels"])]
         if scores is not None:
             caps = [f"{c} {float(s):.2f}" for c, s in zip(caps, scores, strict=True)]
-        widths = [(len(c) * 0.6 + 0.5) * LABEL_PT * px_per_pt for c in caps]
+        texts = [
+            ax.text(0, 0, cap, fontsize=LABEL_PT, color="white", va="top", clip_on=True,
+                    bbox={"facecolor": color, "alpha": 0.7, "pad": pad_pt, "lw": 0})
+            for cap in caps
+        ]  # fmt: skip
+        sizes = [t.get_window_extent(renderer) for t in texts]
+        widths = [(e.width + 2 * pad) / sx for e in sizes]
+        line = max([(e.height + 2 * pad) / sy for e in sizes], default=0.0)
         anchors = label_anchors(boxes, widths, line, *hw)
-        for b, cap, (x, y) in zip(boxes, caps, anchors, strict=True):
+        for b, text, (x, y) in zip(boxes, texts, anchors, strict=True):
             ls = "--" if layer.get("dashed") else "-"
             ax.add_patch(
                 plt.Rectangle(
                     (b[0], b[1]), b[2] - b[0], b[3] - b[1], fill=False, ec=color, lw=1.3, ls=ls
                 )
             )
-            ax.text(x, y, cap, fontsize=LABEL_PT, color="white", va="top", clip_on=True,
-                    bbox={"facecolor": color, "alpha": 0.7, "pad": 0.5, "lw": 0})  # fmt: skip
+            text.set_position((x + pad / sx, y + pad / sy))  # the background's corner at x, y
+
+
+def _note(ax, note: str) -> None:
+    """``note`` centred in ``ax``, wrapped onto more lines until it fits the panel's width."""
+    import textwrap
+
+    text = ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                   bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
+    renderer = ax.figure.canvas.get_renderer()
+    room = ax.get_window_extent(renderer).width * 0.9
+    chars = len(note)
+    while text.get_window_extent(renderer).width > room and chars > 6:
+        chars = max(6, int(chars * 0.8))
+        text.set_text(textwrap.fill(note, chars))
 
 
 def draw_panels(
@@ -210,8 +240,18 @@ def draw_row(
     title: str | None = None,
 ) -> Path:
     """Panels side by side, each ``(image (H,W,3) RGB uint8, title, [layer, ...])`` (layers as in
-    :func:`draw_panels`): captions stay inside the image and off each other
-    (:func:`label_anchors`); a panel with nothing to draw says so (:func:`empty_note`)."""
+    :func:`draw_panels`): captions stay whole inside the image and off each other
+    (:func:`label_anchors`); a panel with nothing to draw says so inside it
+    (:func:`empty_note`)."""
+    return _save(row_figure(items, class_names, title), path, dpi=110)
+
+
+def row_figure(
+    items: Sequence[tuple[np.ndarray, str, Sequence[Mapping]]],
+    class_names: Mapping[int, str],
+    title: str | None = None,
+):
+    """The figure :func:`draw_row` saves (matplotlib ``Figure``; the caller closes it)."""
     # inches per pixel: panels ~2.8 in, ~300 px at 110 dpi: three side by side fit the report's
     # page at full size (box captions stay readable) and the html stays small
     scales = [2.8 / max(im.shape[:2]) for im, _, _ in items]
@@ -221,18 +261,21 @@ def draw_row(
     fig, axes = plt.subplots(
         1, len(items), figsize=(width, height + 0.4), squeeze=False, layout="constrained"
     )
-    for ax, (image, ptitle, layers), scale in zip(axes[0], items, scales, strict=True):
+    for ax, (image, ptitle, _) in zip(axes[0], items, strict=True):
         ax.imshow(image)
         ax.set_title(ptitle, fontsize=8)
         ax.axis("off")
-        _draw_layers(ax, layers, class_names, scale, image.shape[:2])
-        note = empty_note(layers)
-        if note:
-            ax.text(0.5, 0.5, note, transform=ax.transAxes, ha="center", va="center", fontsize=8,
-                    bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=8)
-    return _save(fig, path, dpi=110)
+    # lay the panels out once and keep them there: captions are measured in display pixels
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+    for ax, (image, _, layers) in zip(axes[0], items, strict=True):
+        _draw_layers(ax, layers, class_names, image.shape[:2])
+        note = empty_note(layers)
+        if note:
+            _note(ax, note)
+    return fig
 
 
 def _save(fig, path: str | os.PathLike, dpi: int = 100) -> Path:

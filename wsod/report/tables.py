@@ -60,19 +60,30 @@ def provenance_rows(files: Mapping[str, str | None]) -> tuple[list[list[str]], l
                 meta.get("stage") or "",
                 cmd,
                 str(meta.get("git_commit") or "unknown"),
-                str(meta.get("seed")),
+                "–" if meta.get("seed") is None else str(meta["seed"]),  # a stage without one
             ]
         )
         cfg = meta.get("config")
-        if cfg:
-            text = json.dumps(cfg, sort_keys=True, default=str)
-            configs.append(f"{role}: {text[:600]}{' ...' if len(text) > 600 else ''}")
+        if cfg:  # whole: a cut config cannot be rerun (html wraps the long lines)
+            configs.append(f"{role}: {json.dumps(cfg, sort_keys=True, default=str)}")
     return rows, configs
 
 
+def mixed_versions(doc: Document, cost: Mapping) -> None:
+    """A warning above the results when the run's artifacts come from several commits."""
+    found = run_cost.commits(cost) if cost["rows"] else []
+    if len(found) > 1:
+        doc.callout(
+            f"The artifacts of this run were written by {len(found)} different code versions "
+            "(see the appendix).",
+            warn=True,
+        )
+
+
 def run_provenance(doc: Document, cost: Mapping) -> None:
-    """The run's commits and the command line of each stage, from its sidecars."""
-    doc.heading("Run provenance")
+    """The run's commits and the command line of each stage, from its sidecars (the report's
+    appendix; :func:`mixed_versions` warns above the results when the commits differ)."""
+    doc.heading("Commands", 3)
     rows = cost["rows"]
     if not rows:
         doc.para(f"No .meta.json sidecars found under the run directory {cost['run_dir']}.")
@@ -83,11 +94,6 @@ def run_provenance(doc: Document, cost: Mapping) -> None:
         f"Run directory {cost['run_dir']} ({len(rows)} artifacts with a .meta.json sidecar). "
         f"Git commit{'s' if len(found) > 1 else ''}: {listed}."
     )
-    if len(found) > 1:
-        doc.callout(
-            f"The artifacts of this run were written by {len(found)} different code versions.",
-            warn=True,
-        )
     doc.code("\n".join(f"{stage}: {cmd}" for stage, cmd in run_cost.commands(cost)))
 
 

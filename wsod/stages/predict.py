@@ -51,6 +51,7 @@ import numpy as np
 from wsod import contracts
 from wsod.report.drawing import draw_detections
 from wsod.rescoring import image_confidence, rescore_detections
+from wsod.utils import cpu_share
 from wsod.utils.io import read_json, write_json_artifact
 from wsod.utils.progress import progress
 
@@ -321,7 +322,8 @@ def run(
     out_dir = Path(out_dir)
     root = Path(os.path.commonpath([str(p.parent) for p in paths]))
     model, pipeline = load_detector(strong, _device(device))
-    imgs, dets, skipped = detect_images(model, pipeline, paths, root)
+    with cpu_share.shared_threads():  # beside a running `make all`, half the cores each
+        imgs, dets, skipped = detect_images(model, pipeline, paths, root)
     if not imgs:
         raise PredictError(f"none of the {len(paths)} images could be read (e.g. {skipped[0]})")
     split = images_split(imgs, model.dataset_meta["classes"], root, images)

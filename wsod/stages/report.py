@@ -14,11 +14,15 @@ the two reports with ``.meta.json`` sidecars.
 
 What the report always shows: the detectors side by side per class on the same split (weak,
 pseudo labels (their train-side quality), strong, fsd), the strong/weak ratio with a plain
-statement when retraining lowered mAP, which split was evaluated and what the data lacks, and the
-provenance of every input (command, commit, seed, config from the ``.meta.json`` sidecars).
-From every sidecar under the run directory (``run_dir``, default the folder above the metrics
-file's, i.e. ``RUN`` for ``RUN/eval/metrics.json``; ``report/`` folders and checkpoints
-skipped): near the top, the run's git commit(s) and each stage's command line; in "Cost per
+statement when retraining lowered mAP, which split was evaluated and what the data lacks, and,
+in an appendix after the results, the provenance of every input (command, commit, seed, the
+whole config from the ``.meta.json`` sidecars). A class no training image is tagged with is
+marked in the table (its AP is 0 by construction); a quick look (``quick_look``, ``make all
+QUICK=1``) says so above every number. From every sidecar under the run directory
+(``run_dir``, default the folder above the metrics file's, i.e. ``RUN`` for
+``RUN/eval/metrics.json``; ``report/`` folders and checkpoints skipped): in the appendix, the
+run's git commit(s) and each stage's command line (a warning above the results when the
+commits differ); in "Cost per
 stage", one row per artifact with its wall time, peak RSS, commit and time of writing, a total
 and a per-stage summary (see :mod:`wsod.report.cost`). The same rows are returned as ``cost``.
 Reading ground truth here is a diagnostic: the gallery draws GT boxes next to predictions.
@@ -50,6 +54,7 @@ from wsod.report.tables import (
     comparison_table,
     cost_section,
     fmt,
+    mixed_versions,
     per_class_value,
     provenance_rows,
     run_provenance,
@@ -79,7 +84,18 @@ def _results(doc: Document, m: Mapping, out_dir: Path) -> list[Path]:
     from wsod.report.plots import ap_bars, pr_curves
 
     doc.heading("Detectors side by side (AP@0.5, VOC07 11-point, %)")
-    doc.table(*comparison_table(m))
+    header, rows = comparison_table(m)
+    untrained = untrained_classes(m)
+    for row in rows:
+        if row[0] in untrained:
+            row[0] = f"{row[0]} (no train images)"
+    doc.table(header, rows)
+    if untrained:
+        doc.para(
+            f"No training image is tagged with {', '.join(untrained)}: no detector here could "
+            "learn these classes, so their AP is 0 by construction, not a failure to learn "
+            "(tag training images with them to detect them)."
+        )
     if (m.get("train") or {}).get("pseudo_labels"):
         doc.para(
             "Pseudo labels are scored on the train split against its ground truth "
@@ -112,6 +128,29 @@ def _results(doc: Document, m: Mapping, out_dir: Path) -> list[Path]:
         [f"Split evaluated: {m['split']}."] + list(m.get("caveats", [])) + [m.get("gt_note", "")]
     )
     return figures
+
+
+def untrained_classes(m: Mapping) -> list[str]:
+    """Classes that no image of the train label split is tagged with (metrics.json's
+    ``tags.images_per_class.train``; empty when the run did not record it)."""
+    counts = ((m.get("tags") or {}).get("images_per_class") or {}).get("train")
+    if not counts:
+        return []
+    return [c for c in m["classes"] if not counts.get(c)]
+
+
+def _quick_look(doc: Document, m: Mapping, pipeline: str) -> None:
+    """The quick look's callout (``make all QUICK=1``), above every number."""
+    doc.callout(
+        f"Quick look of {pipeline} (make all QUICK=1): every stage ran on the first images of "
+        f"each split ({m.get('num_images')} evaluated here) and every training stopped after a "
+        "few steps. It shows that the pipeline runs end to end on your data; its numbers say "
+        "nothing about how well it works. After so few steps the strong detector (and the "
+        "reference) usually draw no box above their threshold, so their AP columns read 0: "
+        f"expected here, not a failure. Next, the full run: `make all PIPELINE={pipeline}` "
+        "(the same command without QUICK=1).",
+        warn=True,
+    )
 
 
 def _detector_gallery(
@@ -173,7 +212,7 @@ def _tags_galleries(
 
 def _provenance(doc: Document, m: Mapping, metrics_path: Path, pseudo_labels: Any) -> None:
     """One row per input file (metrics, gt, detections, train side) from its sidecar."""
-    doc.heading("Provenance")
+    doc.heading("Provenance of the inputs", 3)
     files: dict[str, str | None] = {"metrics": str(metrics_path), "gt": m.get("gt")}
     for n in ordered_detectors(m["detectors"]):
         files[f"detections {n}"] = m["detectors"][n].get("file")
@@ -186,6 +225,8 @@ def _provenance(doc: Document, m: Mapping, metrics_path: Path, pseudo_labels: An
     )
     prov_rows, configs = provenance_rows(files)
     doc.table(["input", "file", "stage", "command", "commit", "seed"], prov_rows)
+    if any(r[5] == "–" for r in prov_rows):
+        doc.para("seed –: the stage takes no seed (evaluation, de-noising, ...).")
     if configs:
         doc.code("\n".join(configs))
 
@@ -202,8 +243,10 @@ def run(
     seed: int = 0,
     score_thr: float = 0.3,
     run_dir: str | os.PathLike | None = None,
+    quick_look: str | None = None,
 ) -> dict[str, Any]:
-    """Write ``report.md``, ``report.html`` and the figures.
+    """Write ``report.md``, ``report.html`` and the figures: results first (the detectors side
+    by side, plots, galleries, cost), then an appendix with the commands and the provenance.
 
     Args:
         metrics: ``metrics.json`` of ``wsod evaluate``.
@@ -219,6 +262,8 @@ def run(
         run_dir: the run whose ``.meta.json`` sidecars give the provenance and cost sections
             (default: the folder above the metrics file's, ``RUN`` for
             ``RUN/eval/metrics.json``).
+        quick_look: the pipeline file this run is the quick look of (``make all QUICK=1``):
+            a callout above the results says so, what its numbers mean and what to run next.
 
     Returns:
         ``{"markdown": path, "html": path, "figures": [paths], "gallery": [paths],
@@ -234,11 +279,12 @@ def run(
     cost = run_cost.collect(run_dir, exclude=[out_dir])
     no_boxes = tags_only.is_tags_only(m)
     doc, v = (tags_only.opening(m, title), None) if no_boxes else _opening(m, title)
+    if quick_look:
+        _quick_look(doc, m, quick_look)
     tags_only.box_notes(doc, m)
-    run_provenance(doc, cost)
+    mixed_versions(doc, cost)
     figures = [] if no_boxes else _results(doc, m, out_dir)
     tags_only.tag_tables(doc, m)
-    cost_section(doc, cost)
     opts = {"n": gallery_images, "seed": seed, "score_thr": score_thr}
     gallery: list[Path] = []
     if no_boxes and gallery_images > 0:
@@ -247,6 +293,9 @@ def run(
         gallery += _detector_gallery(doc, m, out_dir, gt, detections, opts)
     if pseudo_labels is not None and gallery_images > 0 and not no_boxes:
         gallery += _pseudo_gallery(doc, m, out_dir, pseudo_labels, opts)
+    cost_section(doc, cost)
+    doc.heading("Appendix: how this run was made")
+    run_provenance(doc, cost)
     _provenance(doc, m, metrics_path, pseudo_labels)
     config = {
         "metrics": metrics_path,
@@ -258,6 +307,7 @@ def run(
         "seed": seed,
         "score_thr": score_thr,
         "run_dir": run_dir,
+        "quick_look": quick_look,
     }
     inputs = [metrics_path] + [p for p in (gt, pseudo_labels) if p]
     md_path, html_path = _write(doc, out_dir, config, inputs, seed, started)

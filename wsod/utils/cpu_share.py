@@ -9,6 +9,13 @@ cores and run far slower than one alone, while one thread each gives more iterat
 one process alone (``benchmarks/cpu_share.py``; docs/experiments/2026-12-04-two-stages-at-once.md).
 
 With ``WSOD_JOBS_DIR`` unset nothing is registered and thread counts stay PyTorch's default.
+
+The cores are the machine's, so the Makefile's folder is one per machine (``/tmp/wsod-jobs``,
+not under ``$TMPDIR``, which differs between shells, batch jobs and users): a second ``make``
+on a machine already running one shares the cores with it (1 thread each on 2 cores) instead of
+running both at full width. The folder is created writable for everyone with the sticky bit, as
+``/tmp`` itself, so runs of several users share it; a folder this process cannot write to turns
+sharing off for it (with a warning) instead of failing the stage.
 """
 
 from __future__ import annotations
@@ -57,16 +64,33 @@ def slot(directory: str | os.PathLike | None = None) -> Iterator[Path | None]:
     block leaves its file behind; :func:`live_jobs` ignores and removes it.
     """
     folder = jobs_dir(directory)
-    if folder is None:
-        yield None
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / str(os.getpid())
-    path.write_text(f"{os.getpid()}\n")
+    path = None if folder is None else _register(folder)
     try:
         yield path
     finally:
-        path.unlink(missing_ok=True)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
+def _register(folder: Path) -> Path | None:
+    """Write this process's slot file in ``folder`` (created shared, mode 1777); None, with a
+    warning, when the folder cannot be written to."""
+    import warnings
+
+    try:
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            os.chmod(folder, 0o1777)  # every user's runs share the machine's cores
+        path = folder / str(os.getpid())
+        path.write_text(f"{os.getpid()}\n")
+    except OSError as e:
+        warnings.warn(
+            f"CPU sharing off for this process: cannot write its slot in {folder} ({e}); "
+            f"set {ENV} to a folder you can write to (the same for every run on this machine)",
+            stacklevel=3,
+        )
+        return None
+    return path
 
 
 def live_jobs(directory: str | os.PathLike | None = None) -> int:
@@ -82,7 +106,10 @@ def live_jobs(directory: str | os.PathLike | None = None) -> int:
         if _alive(int(path.name)):
             live += 1
         else:
-            path.unlink(missing_ok=True)
+            try:
+                path.unlink(missing_ok=True)
+            except PermissionError:  # another user's stale slot in the shared folder
+                pass
     return live
 
 
@@ -95,3 +122,24 @@ def fair_threads(
     if live <= 1:
         return default
     return max(1, min(default, (total or cores()) // live))
+
+
+@contextmanager
+def shared_threads(directory: str | os.PathLike | None = None) -> Iterator[int | None]:
+    """Hold a slot and run PyTorch with :func:`fair_threads` intra-op threads inside the block
+    (set once, on entry), back to the previous count after it: for a stage that runs PyTorch
+    outside a Runner (``wsod predict``), so it shares the cores with the runs it meets. Yields
+    the thread count, or None when sharing is off."""
+    import torch
+
+    with slot(directory) as path:
+        if path is None:
+            yield None
+            return
+        before = torch.get_num_threads()
+        want = fair_threads(directory, default=before)
+        torch.set_num_threads(want)
+        try:
+            yield want
+        finally:
+            torch.set_num_threads(before)
