@@ -286,17 +286,9 @@ def run(
     figures = [] if no_boxes else _results(doc, m, out_dir)
     tags_only.tag_tables(doc, m)
     opts = {"n": gallery_images, "seed": seed, "score_thr": score_thr}
-    gallery: list[Path] = []
-    if no_boxes and gallery_images > 0:
-        gallery += _tags_galleries(doc, m, out_dir, detections, pseudo_labels, opts)
-    if gt is not None and gallery_images > 0 and not no_boxes:
-        gallery += _detector_gallery(doc, m, out_dir, gt, detections, opts)
-    if pseudo_labels is not None and gallery_images > 0 and not no_boxes:
-        gallery += _pseudo_gallery(doc, m, out_dir, pseudo_labels, opts)
+    gallery = _galleries(doc, m, out_dir, gt, detections, pseudo_labels, opts)
     cost_section(doc, cost)
-    doc.heading("Appendix: how this run was made")
-    run_provenance(doc, cost)
-    _provenance(doc, m, metrics_path, pseudo_labels)
+    _appendix(doc, m, metrics_path, pseudo_labels, cost)
     config = {
         "metrics": metrics_path,
         "gt": gt,
@@ -319,6 +311,31 @@ def run(
         "lowered": None if v is None else v[1],
         "cost": cost,
     }
+
+
+def _galleries(
+    doc: Document, m: Mapping, out_dir: Path, gt, detections, pseudo_labels, opts: Mapping
+) -> list[Path]:
+    """The report's galleries (none for ``opts["n"]`` 0): what tags allow for a run without
+    boxes, else the detectors' predictions (with ``gt``) and the pseudo boxes against the train
+    boxes (with ``pseudo_labels``)."""
+    if opts["n"] <= 0:
+        return []
+    if tags_only.is_tags_only(m):
+        return _tags_galleries(doc, m, out_dir, detections, pseudo_labels, opts)
+    gallery: list[Path] = []
+    if gt is not None:
+        gallery += _detector_gallery(doc, m, out_dir, gt, detections, opts)
+    if pseudo_labels is not None:
+        gallery += _pseudo_gallery(doc, m, out_dir, pseudo_labels, opts)
+    return gallery
+
+
+def _appendix(doc: Document, m: Mapping, metrics_path: Path, pseudo_labels, cost: Mapping) -> None:
+    """The appendix after the results: the commands that made the run and the provenance."""
+    doc.heading("Appendix: how this run was made")
+    run_provenance(doc, cost)
+    _provenance(doc, m, metrics_path, pseudo_labels)
 
 
 def _write(
