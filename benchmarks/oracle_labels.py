@@ -12,8 +12,9 @@ labels' ``images``, ``categories`` and ``info`` with ``oracle`` added). The pseu
 images are those with at least one pseudo box; ignore regions (``iscrowd`` 1) are copied as they
 are. A real box is any box of the ground-truth file (a ``difficult`` one too; VOC here has none).
 
-(a) ``oracle_one_real_box.json``, what missing instances cost when every box is right: on the
-    pseudo labels' images, one real box per labelled class (the split's image labels): the real
+(a) ``oracle_one_real_box.json``, what missing instances cost when every box is right: on every
+    image of the split (also those de-noising left without a box: its filters' cost is part of
+    what (a) -> (b) measures), one real box per labelled class (the split's image labels): the real
     box of the class that a pseudo box of the class overlaps most (IoU; ties: the first in the
     ground-truth file), else (no pseudo box of the class, or none overlapping a real one) the
     largest real box of the class. A labelled class without a real box (the export lost it: 166
@@ -24,7 +25,8 @@ are. A real box is any box of the ground-truth file (a ``difficult`` one too; VO
     none: the largest real box of its class (the rule of (a)); one whose class has no real box
     in its image stays as it is. Same images, same count (two pseudo boxes may snap to the same
     real box: both stay); scores kept. With one pseudo box per labelled class (``top1``), (b)
-    is (a) but where a labelled class has no real box (``labels`` prints on how many images).
+    is (a) on the pseudo labels' images but where a labelled class has no real box; (a) adds the
+    images and classes de-noising dropped (``labels`` prints on how many images they differ).
 (c) ``oracle_correct_only.json``, what wrong boxes cost: only the pseudo boxes with IoU >= 0.5
     with a real box of their class, unchanged; the image's other classes keep their boxes. An
     image left without a box keeps no annotation (its ignore regions go too): mmdet's
@@ -142,11 +144,12 @@ def one_real_box(pseudo: dict, split: dict, reals: dict) -> tuple[list, dict]:
     boxes = _pseudo_boxes(pseudo)
     labels = {im["id"]: sorted(set(im["labels"])) for im in split["images"]}
     anns, n = [], dict.fromkeys(("overlapped", "largest", "label without real box"), 0)
-    for image_id in sorted(boxes):
-        if image_id not in labels:
-            raise ValueError(f"image {image_id} of the pseudo labels is not in the split")
+    strays = sorted(set(boxes) - set(labels))
+    if strays:
+        raise ValueError(f"image {strays[0]} of the pseudo labels is not in the split")
+    for image_id in sorted(labels):
         for c in labels[image_id]:
-            own = [a for a in boxes[image_id] if a["category_id"] == c]
+            own = [a for a in boxes.get(image_id, ()) if a["category_id"] == c]
             if (image_id, c) not in reals:
                 n["label without real box"] += 1
                 continue
