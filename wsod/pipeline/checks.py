@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wsod.pipeline.core import _flag, _near, _rounds, load_pipeline
+from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_value
 
 RANGES = {
     **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
@@ -26,7 +26,7 @@ def _range_text(low, high) -> str:
 def _check_item(where: str, name: str, item, action) -> None:
     """One value of a stage option against its argparse ``choices``, ``type`` and range."""
     if action.choices is not None and item not in action.choices:
-        near = _near(str(item), [str(c) for c in action.choices])
+        near = near_match(str(item), [str(c) for c in action.choices])
         raise ValueError(f"{where}: not one of {', '.join(map(str, action.choices))}{near}")
     if action.type not in (int, float):
         return
@@ -115,7 +115,7 @@ def check_config_types(cfg, where: str) -> None:
         if any(_registered(r, name) for r in registries):
             continue
         known = {k for r in registries for k in r.module_dict}
-        raise ValueError(f"{where}: unknown type {name!r} at {key}{_near(name, known)}")
+        raise ValueError(f"{where}: unknown type {name!r} at {key}{near_match(name, known)}")
     _check_cam_options(cfg, where)
 
 
@@ -138,7 +138,7 @@ def _no_such_file(path, key: str, config: str) -> ValueError:
     folder = Path(config).parent
     names = [str(folder / f.name) for f in folder.glob("*.py")] if folder.is_dir() else []
     return ValueError(
-        f"{path}: {key} = {config!r}: no such config file{_near(config, names)} (see configs/)"
+        f"{path}: {key} = {config!r}: no such config file{near_match(config, names)} (see configs/)"
     )
 
 
@@ -198,7 +198,7 @@ def _check_strategies(pipeline: dict, path) -> None:
     except KeyError as e:
         name = str(e.args[0]).split("'")[1] if "'" in str(e.args[0]) else ""
         raise ValueError(
-            f"{path}: denoise.strategies: {e.args[0]}{_near(name, STRATEGIES)}"
+            f"{path}: denoise.strategies: {e.args[0]}{near_match(name, STRATEGIES)}"
         ) from None
     except (ValueError, TypeError, OSError) as e:
         raise ValueError(f"{path}: denoise.strategies: {e}") from None
@@ -238,8 +238,8 @@ def check_values(path: str | os.PathLike, named: str | os.PathLike | None = None
     pipeline = load_pipeline(path)
     check_options(pipeline, path)
     _check_run_name(pipeline, path if named is None else named)
-    _flag(path, "fsd", pipeline.get("fsd"))
-    _rounds(path, pipeline.get("rounds"))
+    flag_value(path, "fsd", pipeline.get("fsd"))
+    rounds_value(path, pipeline.get("rounds"))
     weak, strong = pipeline.get("weak") or {}, pipeline.get("strong") or {}
     weak_cfg = None
     if weak.get("config"):
@@ -250,7 +250,7 @@ def check_values(path: str | os.PathLike, named: str | os.PathLike | None = None
     if strong.get("config"):
         check_config(path, "strong.config", strong["config"], strong)
     fsd_config = pipeline.get("fsd_config")
-    if fsd_config and _flag(path, "fsd", pipeline.get("fsd")) == "1":
+    if fsd_config and flag_value(path, "fsd", pipeline.get("fsd")) == "1":
         check_config(path, "fsd_config", fsd_config, strong)
     _check_strategies(pipeline, path)
     return pipeline
