@@ -65,9 +65,6 @@ def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
                 )
 
 
-# ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
-
-
 def load_pipeline(path: str | os.PathLike) -> dict:
     """The pipeline file as a dict, checked by :func:`check_pipeline`."""
     from mmengine.config import Config
@@ -78,9 +75,6 @@ def load_pipeline(path: str | os.PathLike) -> dict:
     pipeline = Config.fromfile(str(path)).to_dict()
     check_pipeline(pipeline, path)
     return pipeline
-
-
-# `type` values that name no registry entry: mmcv ops found by name in mmcv.ops (NMS and the
 
 
 def weak_trains_on_proposals(pipeline: dict) -> bool:
