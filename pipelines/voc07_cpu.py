@@ -38,7 +38,7 @@ denoise = dict(strategies=[
 #             classes SoS-WSOD spares the containment test)
 #   WeakSAM:  dict(type='minmax_normalize', per_class=True), dict(type='pgf', keep_thr=0.5)
 # measured, not adopted: + dict(type='ignore_regions', rel_score=0.5, max_overlap=0.3) with the
-# cpu-4e-ignore strong config and fsd_config = the cpu-4e config
+# cpu-4e-ignore strong config of projects/ignore_regions/ and fsd_config = the cpu-4e config
 # (docs/experiments/2026-12-03-ignore-regions.md)
 # Faster R-CNN on EfficientNet-Lite0 (ImageNet; the black box's trunk architecture) with a light
 # FPN, 4 epochs at <= 480x320, the RoI head's background loss weighted 0.3 (unlabelled objects

@@ -198,6 +198,58 @@ def test_the_core_never_imports_a_project() -> None:
     )
 
 
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(module: str, path: Path, modules: set[str], prefix: str = "wsod") -> list[str]:
+    """The private names (one leading underscore) ``module`` takes from another module:
+    ``from pkg.mod import _name`` and ``mod._name`` of an imported module. A name two modules
+    share is part of an interface: it loses its underscore, or moves to where both read it."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    pkg = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update((a.asname, a.name) for a in node.names if a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            base = pkg[: len(pkg) - node.level + 1] if node.level else []
+            name = ".".join(base + ([node.module] if node.module else []))
+            if not name.startswith(prefix) or name == module:
+                continue
+            for a in node.names:
+                if _is_private(a.name):
+                    found.append(f"{module} imports {name}.{a.name}")
+                elif f"{name}.{a.name}" in modules:
+                    aliases[a.asname or a.name] = f"{name}.{a.name}"
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and _is_private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and aliases.get(node.value.id) in modules
+            and aliases[node.value.id] != module
+        ):
+            found.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
+    return sorted(set(found))
+
+
+def _all_private_uses(package: Path = PACKAGE, prefix: str = "wsod") -> list[str]:
+    """:func:`_private_uses` of every module of ``package`` (a project's tests and configs
+    aside)."""
+    mods = [(m, p) for m, p in _modules(package) if not {"tests", "configs"} & set(p.parts)]
+    names = {m for m, _ in mods}
+    return [f for m, p in mods for f in _private_uses(m, p, names, prefix)]
+
+
+def test_no_private_name_crosses_a_module() -> None:
+    found = _all_private_uses() + _all_private_uses(REPO / "projects", prefix="projects")
+    assert not found, (
+        "private names used outside their module (drop the underscore, or move the helper to "
+        "the module both read):\n" + "\n".join(found)
+    )
+
+
 def _plant(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         path = root / "wsod" / rel
@@ -242,3 +294,20 @@ def test_checks_can_fail(tmp_path: Path) -> None:
     assert "wsod.cli -> wsod.stages.data -> wsod.cli" in _cycles(graph)
     assert _stage_to_stage(graph) == ["wsod.stages.weak imports wsod.stages.data"]
     assert _imports("wsod.cli", package / "cli.py", prefix="projects") == {"projects.soft_teacher"}
+    # private names taken from another module: imported by name (absolute or relative) or read
+    # off an imported module; a module's own names and dunders are its business
+    private = _plant(
+        tmp_path / "private",
+        {
+            "__init__.py": "",
+            "utils/__init__.py": "",
+            "utils/io.py": "def _x():\n    pass\n\n\ny = _x\n__all__ = ['y']\n",
+            "utils/fmt.py": "from .io import _x, y\nfrom wsod.utils.io import __all__\n",
+            "report.py": "from wsod.utils import io as m\nimport wsod.utils.io as n\n"
+            "a = m._x\nb = n._x\nc = m.y\n",
+        },
+    )
+    assert _all_private_uses(private) == [
+        "wsod.report uses wsod.utils.io._x",
+        "wsod.utils.fmt imports wsod.utils.io._x",
+    ]

@@ -108,9 +108,7 @@ def test_fsd_reference_uses_fsd_config_or_the_strong_config(tmp_path):
         out = re.sub(r"\\\n\s*", " ", _dry_run(tmp_path, f"PIPELINE={pipeline}", "FSD=1"))
         return next(ln for ln in out.splitlines() if "--fully-supervised-gt" in ln)
 
-    strong = (
-        "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
-    )
+    strong = "projects/ignore_regions/configs/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
     plain = "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
     base = tmp_path / "base.py"
     base.write_text(

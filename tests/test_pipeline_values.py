@@ -56,6 +56,16 @@ def test_every_committed_pipeline_passes_the_value_check():
             "denoise = dict(strategies=[dict(type='image_filter', min_scor=0.2)])\n",
             r"denoise\.strategies: strategy 'image_filter': unknown parameters \['min_scor'\]",
         ),
+        # a strategy's value, refused by the strategy itself (the chain runs on no boxes)
+        (
+            "denoise = dict(strategies=[dict(type='topk', k=0)])\n",
+            r"denoise\.strategies: topk: k must be >= 1, got 0",
+        ),
+        # the CAM head's own options, checked by the head (WSODCAMHead.check_cfg)
+        (
+            "weak = dict(cfg_options={'model.roi_head.scoring.type': 'thresholdd'})\n",
+            r"weak\.config = .*: model\.roi_head: .*thresholdd",
+        ),
         # a strong config that does not exist, with the near file name
         (
             "strong = dict(config='configs/faster_rcnn/"

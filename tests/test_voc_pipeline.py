@@ -37,9 +37,7 @@ strong = dict(max_iters=2, cfg_options={{**{NO_WORKERS!r},
 """
 # the ignore-region option on top (measured on VOC, not the default): de-noise step, strong
 # config with ignore thresholds, the reference on its own config
-IGNORE_CFG = (
-    "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
-)
+IGNORE_CFG = "projects/ignore_regions/configs/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py"
 PLAIN_CFG = "configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py"
 IGNORE = f"""
 denoise = dict(strategies=[dict(type='top1'), dict(type='image_filter', min_score=0.2),

@@ -9,11 +9,11 @@
 #   selection on part of the evaluation split.
 # Measured: docs/experiments/2026-12-03-cam-2k-to-4k.md (this config against the 2k one) and
 # docs/experiments/2026-12-03-weak-test-time-settings.md (the area weights tried).
-_base_ = './cam_mobilenetv2_2k_voc07-train_voc07-val.py'
+_base_ = [
+    '../_base_/models/cam_mobilenetv2.py',
+    '../_base_/datasets/voc07_weak_cam.py',
+    '../_base_/schedules/cam_sgd_4k.py',  # 4,000 steps, the lr step at 3,000
+    '../_base_/weak_runtime.py',
+]
 
 model = dict(roi_head=dict(scoring=dict(area_weight=0.7)))
-train_cfg = dict(max_iters=4000)
-param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=100),
-    dict(type='MultiStepLR', by_epoch=False, begin=0, end=4000, milestones=[3000], gamma=0.1),
-]

@@ -11,7 +11,12 @@
 #   wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-bg03_voc07-pseudo_voc07-val.py \
 #       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \
 #       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/strong/val_dets.json
-_base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py'
+_base_ = [
+    '../_base_/models/faster-rcnn_mobilenetv2_fpn.py',
+    '../_base_/datasets/voc07_pseudo.py',
+    '../_base_/schedules/strong_cpu_4e.py',  # 4 epochs, as the cpu-4e config
+    '../_base_/strong_runtime.py',
+]
 
 num_classes = 20
 background_weight = 0.3

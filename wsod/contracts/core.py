@@ -17,7 +17,7 @@ class ContractError(ValueError):
     """An artifact does not follow its contract; the message names the file and the fix."""
 
 
-def _fail(where: str, msg: str) -> None:
+def fail(where: str, msg: str) -> None:
     raise ContractError(f"{where}: {msg}")
 
 
@@ -50,13 +50,13 @@ def is_ignored(ann: Mapping) -> bool:
 # --------------------------------------------------------------------------- split
 def validate_categories(cats: Any, where: str) -> dict[int, str]:
     if not isinstance(cats, list) or not cats:
-        _fail(where, "'categories' must be a non-empty list of {id, name}")
+        fail(where, "'categories' must be a non-empty list of {id, name}")
     out: dict[int, str] = {}
     for c in cats:
         if not isinstance(c, Mapping) or "id" not in c or "name" not in c:
-            _fail(where, f"bad category entry {c!r}: needs 'id' and 'name'")
+            fail(where, f"bad category entry {c!r}: needs 'id' and 'name'")
         if c["id"] in out:
-            _fail(where, f"duplicate category id {c['id']}")
+            fail(where, f"duplicate category id {c['id']}")
         out[int(c["id"])] = str(c["name"])
     return out
 
@@ -69,58 +69,56 @@ def validate_split(split: Any, where: str = "split") -> dict:
     stages read this file, and weak supervision means they never see a ground-truth box.
     """
     if not isinstance(split, Mapping):
-        _fail(where, "a split must be a json object")
+        fail(where, "a split must be a json object")
     if "annotations" in split:
-        _fail(
+        fail(
             where,
             "a weak-label split must not contain 'annotations' (boxes belong in the "
             "eval-only <split>_gt.json); regenerate it with `wsod data`",
         )
     for key in ("images", "categories", "info"):
         if key not in split:
-            _fail(where, f"missing key '{key}'; regenerate it with `wsod data`")
+            fail(where, f"missing key '{key}'; regenerate it with `wsod data`")
     cats = validate_categories(split["categories"], where)
     if "data_root" not in split["info"]:
-        _fail(where, "info.data_root is missing")
+        fail(where, "info.data_root is missing")
     images = split["images"]
     if not isinstance(images, list) or not images:
-        _fail(where, "the split has no images")
+        fail(where, "the split has no images")
     seen: set[int] = set()
     for im in images:
         for key in ("id", "file_name", "width", "height", "labels"):
             if key not in im:
-                _fail(where, f"image {im.get('id', '?')} lacks '{key}'")
+                fail(where, f"image {im.get('id', '?')} lacks '{key}'")
         for key in ("bbox", "bboxes", "boxes", "gt_bboxes", "instances"):
             if key in im:
-                _fail(where, f"image {im['id']} carries '{key}': splits must not carry boxes")
+                fail(where, f"image {im['id']} carries '{key}': splits must not carry boxes")
         if im["id"] in seen:
-            _fail(where, f"duplicate image id {im['id']}")
+            fail(where, f"duplicate image id {im['id']}")
         seen.add(im["id"])
         bad = [c for c in im["labels"] if c not in cats]
         if bad:
-            _fail(where, f"image {im['id']} ({im['file_name']}) has unknown category ids {bad}")
+            fail(where, f"image {im['id']} ({im['file_name']}) has unknown category ids {bad}")
     return dict(split)
 
 
 def validate_gt(gt: Any, where: str = "ground truth") -> dict:
     """Check an eval-only COCO instances file (``annotations`` with ``bbox`` xywh)."""
     if not isinstance(gt, Mapping):
-        _fail(where, "ground truth must be a json object")
+        fail(where, "ground truth must be a json object")
     for key in ("images", "categories", "annotations"):
         if key not in gt:
-            _fail(where, f"missing key '{key}'")
+            fail(where, f"missing key '{key}'")
     cats = validate_categories(gt["categories"], where)
     ids = {im["id"] for im in gt["images"]}
     for a in gt["annotations"]:
         if a.get("image_id") not in ids:
-            _fail(where, f"annotation {a.get('id')} refers to unknown image {a.get('image_id')}")
+            fail(where, f"annotation {a.get('id')} refers to unknown image {a.get('image_id')}")
         if a.get("category_id") not in cats:
-            _fail(where, f"annotation {a.get('id')} has unknown category {a.get('category_id')}")
+            fail(where, f"annotation {a.get('id')} has unknown category {a.get('category_id')}")
         bbox = a.get("bbox")
         if not isinstance(bbox, list) or len(bbox) != 4 or bbox[2] < 0 or bbox[3] < 0:
-            _fail(
-                where, f"annotation {a.get('id')} has a bad bbox {bbox!r} (want x, y, w>=0, h>=0)"
-            )
+            fail(where, f"annotation {a.get('id')} has a bad bbox {bbox!r} (want x, y, w>=0, h>=0)")
     return dict(gt)
 
 
@@ -131,7 +129,7 @@ def validate_detections(dets: Any, split: Mapping | None = None, where: str = "d
     Vectorised: a VOC-sized file (1.5M entries) validates in a few seconds.
     """
     if not isinstance(dets, list):
-        _fail(where, "detections must be a json list of {image_id, category_id, bbox, score}")
+        fail(where, "detections must be a json list of {image_id, category_id, bbox, score}")
     if not dets:
         return []
     try:
@@ -146,25 +144,25 @@ def validate_detections(dets: Any, split: Mapping | None = None, where: str = "d
             if not isinstance(d, Mapping)
             or not {"image_id", "category_id", "bbox", "score"} <= d.keys()
         )
-        _fail(where, f"entry {bad} lacks one of image_id, category_id, bbox, score ({e!r})")
+        fail(where, f"entry {bad} lacks one of image_id, category_id, bbox, score ({e!r})")
     except ValueError:
         bad = next(i for i, d in enumerate(dets) if np.shape(d["bbox"]) != (4,))
-        _fail(where, f"entry {bad} has a bad bbox {dets[bad]['bbox']!r} (want 4 numbers)")
+        fail(where, f"entry {bad} has a bad bbox {dets[bad]['bbox']!r} (want 4 numbers)")
     bad_box = ~np.isfinite(box).all(1) | (box[:, 2] < 0) | (box[:, 3] < 0)
     if bad_box.any():
         i = int(np.flatnonzero(bad_box)[0])
-        _fail(where, f"entry {i} has a bad bbox {dets[i]['bbox']!r} (want x, y, w>=0, h>=0)")
+        fail(where, f"entry {i} has a bad bbox {dets[i]['bbox']!r} (want x, y, w>=0, h>=0)")
     if not np.isfinite(score).all():
-        _fail(where, f"entry {int(np.flatnonzero(~np.isfinite(score))[0])} has a non-finite score")
+        fail(where, f"entry {int(np.flatnonzero(~np.isfinite(score))[0])} has a non-finite score")
     if split:
         img_ids = np.array([im["id"] for im in split["images"]], dtype=np.int64)
         cat_ids = np.array([c["id"] for c in split["categories"]], dtype=np.int64)
         bad_img = np.setdiff1d(img, img_ids)
         if bad_img.size:
-            _fail(where, f"{bad_img.size} image ids not in the split, e.g. {bad_img[:5].tolist()}")
+            fail(where, f"{bad_img.size} image ids not in the split, e.g. {bad_img[:5].tolist()}")
         bad_cat = np.setdiff1d(cat, cat_ids)
         if bad_cat.size:
-            _fail(where, f"unknown category ids {bad_cat.tolist()}")
+            fail(where, f"unknown category ids {bad_cat.tolist()}")
     return dets
 
 
@@ -279,7 +277,7 @@ def validate_pseudo_labels(pl: Any, where: str = "pseudo labels") -> dict:
     validate_gt(pl, where)
     for a in pl["annotations"]:
         if "score" not in a:
-            _fail(where, f"annotation {a.get('id')} lacks 'score'")
+            fail(where, f"annotation {a.get('id')} lacks 'score'")
     return dict(pl)
 
 
@@ -289,21 +287,21 @@ def validate_proposals(
 ) -> dict:
     """Check the mmdet proposal contract; with ``file_names``, every image must have an entry."""
     if not isinstance(props, Mapping):
-        _fail(where, "proposals must be a dict keyed by image file name")
+        fail(where, "proposals must be a dict keyed by image file name")
     for key, p in props.items():
         if not isinstance(p, Mapping) or "bboxes" not in p:
-            _fail(where, f"entry {key!r} must be a dict with 'bboxes' (and 'scores')")
+            fail(where, f"entry {key!r} must be a dict with 'bboxes' (and 'scores')")
         b = np.asarray(p["bboxes"])
         if b.ndim != 2 or b.shape[1] != 4:
-            _fail(where, f"entry {key!r}: bboxes must be (N,4), got {b.shape}")
+            fail(where, f"entry {key!r}: bboxes must be (N,4), got {b.shape}")
         if len(b) and np.any(b[:, 2:] < b[:, :2]):
-            _fail(where, f"entry {key!r}: boxes must be x1,y1,x2,y2 with x2>=x1, y2>=y1")
+            fail(where, f"entry {key!r}: boxes must be x1,y1,x2,y2 with x2>=x1, y2>=y1")
         if "scores" in p and np.asarray(p["scores"]).shape != (len(b),):
-            _fail(where, f"entry {key!r}: scores must be (N,) matching bboxes")
+            fail(where, f"entry {key!r}: scores must be (N,) matching bboxes")
     if file_names is not None:
         missing = [f for f in file_names if f not in props]
         if missing:
-            _fail(where, f"{len(missing)} images have no proposals, e.g. {missing[:3]}")
+            fail(where, f"{len(missing)} images have no proposals, e.g. {missing[:3]}")
     return dict(props)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from wsod.utils.io import read_json
 
-from .core import _fail
+from .core import fail
 
 # --------------------------------------------------------------------------- metrics
 METRICS_KEYS = {
@@ -45,25 +45,25 @@ def _is_score(v: Any) -> bool:
 def _validate_metric_entry(entry: Any, classes: set[str], where: str) -> None:
     """One detector entry of ``metrics.json`` (see :func:`validate_metrics`)."""
     if not isinstance(entry, Mapping):
-        _fail(where, f"must be a json object; {_REGENERATE}")
+        fail(where, f"must be a json object; {_REGENERATE}")
     for key in METRICS_DETECTOR_KEYS:
         if key not in entry:
-            _fail(where, f"missing key '{key}'; {_REGENERATE}")
+            fail(where, f"missing key '{key}'; {_REGENERATE}")
     for key in ("mAP_11points", "mAP_area"):
         if not _is_score(entry[key]):
-            _fail(where, f"'{key}' must be a number or null, got {entry[key]!r}")
+            fail(where, f"'{key}' must be a number or null, got {entry[key]!r}")
     if not _is_score((entry.get("coco") or {}).get("AP")):
-        _fail(where, f"'coco.AP' must be a number or null, got {entry['coco'].get('AP')!r}")
+        fail(where, f"'coco.AP' must be a number or null, got {entry['coco'].get('AP')!r}")
     per_class = entry["per_class"]
     if not isinstance(per_class, Mapping) or not set(per_class) <= classes:
-        _fail(where, f"'per_class' must map the file's 'classes' to entries; {_REGENERATE}")
+        fail(where, f"'per_class' must map the file's 'classes' to entries; {_REGENERATE}")
     for name, c in per_class.items():
         missing = [k for k in METRICS_CLASS_KEYS if k not in c]
         if missing:
-            _fail(where, f"class {name!r} lacks {missing}; {_REGENERATE}")
+            fail(where, f"class {name!r} lacks {missing}; {_REGENERATE}")
         pr = c["pr"]
         if len(pr.get("recall", ())) != len(pr.get("precision", ())):
-            _fail(where, f"class {name!r}: pr recall and precision differ in length")
+            fail(where, f"class {name!r}: pr recall and precision differ in length")
 
 
 def validate_metrics(metrics: Any, where: str = "metrics") -> dict:
@@ -79,26 +79,26 @@ def validate_metrics(metrics: Any, where: str = "metrics") -> dict:
     [pseudo_labels {file, num_boxes, ...: a detector entry plus box precision / recall}]}``.
     """
     if not isinstance(metrics, Mapping):
-        _fail(where, f"metrics must be a json object; {_REGENERATE}")
+        fail(where, f"metrics must be a json object; {_REGENERATE}")
     for key, kind in METRICS_KEYS.items():
         if key not in metrics:
-            _fail(where, f"missing key '{key}'; {_REGENERATE}")
+            fail(where, f"missing key '{key}'; {_REGENERATE}")
         if not isinstance(metrics[key], kind):
-            _fail(where, f"'{key}' has the wrong type ({type(metrics[key]).__name__})")
+            fail(where, f"'{key}' has the wrong type ({type(metrics[key]).__name__})")
     classes = set(metrics["classes"])
     for name, entry in metrics["detectors"].items():
         _validate_metric_entry(entry, classes, f"{where}: detector {name!r}")
     for name, r in (metrics.get("ratios") or {}).items():
         if not isinstance(r, Mapping) or not isinstance(r.get("lowered"), bool):
-            _fail(where, f"ratio {name!r} needs a boolean 'lowered'; {_REGENERATE}")
+            fail(where, f"ratio {name!r} needs a boolean 'lowered'; {_REGENERATE}")
     train = metrics.get("train")
     if train is not None:
         for key in ("gt", "split", "num_images", "detectors"):
             if key not in train:
-                _fail(where, f"'train' lacks '{key}'; {_REGENERATE}")
+                fail(where, f"'train' lacks '{key}'; {_REGENERATE}")
         for name, entry in train["detectors"].items():
             if "file" not in entry or not _is_score(entry.get("corloc")):
-                _fail(where, f"train detector {name!r} needs 'file' and a 'corloc' number")
+                fail(where, f"train detector {name!r} needs 'file' and a 'corloc' number")
         pl = train.get("pseudo_labels")
         if pl is not None:
             _validate_metric_entry(pl, classes, f"{where}: train pseudo_labels")

@@ -10,7 +10,7 @@ import numpy as np
 
 from wsod.utils.io import read_json
 
-from .core import _fail, validate_gt
+from .core import fail, validate_gt
 
 
 # --------------------------------------------------------------------------- strong stage's training boxes
@@ -53,26 +53,26 @@ def validate_train_annotations(data: Any, where: str = "training annotations") -
     for im in data["images"]:
         missing = [k for k in ("id", "file_name", "width", "height") if k not in im]
         if missing:
-            _fail(where, f"image {im.get('id')} lacks {missing}; rerun `wsod strong`")
+            fail(where, f"image {im.get('id')} lacks {missing}; rerun `wsod strong`")
     ids = sorted(int(c["id"]) for c in data["categories"])
     if ids != list(range(1, len(ids) + 1)):
-        _fail(where, f"category ids must be 1..K, got {ids}; regenerate the split")
+        fail(where, f"category ids must be 1..K, got {ids}; regenerate the split")
     seen: set = set()
     for a in data["annotations"]:
         missing = [k for k in TRAIN_ANNOTATION_KEYS if k not in a]
         if missing:
-            _fail(where, f"annotation {a.get('id')} lacks {missing}; rerun `wsod strong`")
+            fail(where, f"annotation {a.get('id')} lacks {missing}; rerun `wsod strong`")
         if a["id"] in seen:
-            _fail(where, f"duplicate annotation id {a['id']}")
+            fail(where, f"duplicate annotation id {a['id']}")
         seen.add(a["id"])
         w, h = (float(v) for v in a["bbox"][2:])
         if not np.isclose(float(a["area"]), w * h, rtol=1e-6, atol=1e-6):
-            _fail(where, f"annotation {a['id']}: area {a['area']} != w * h = {w * h}")
+            fail(where, f"annotation {a['id']}: area {a['area']} != w * h = {w * h}")
         if a["iscrowd"] not in (0, 1):
-            _fail(where, f"annotation {a['id']}: iscrowd must be 0 or 1, got {a['iscrowd']!r}")
+            fail(where, f"annotation {a['id']}: iscrowd must be 0 or 1, got {a['iscrowd']!r}")
         score, weight = float(a["score"]), float(a["weight"])
         if not (np.isfinite(score) and np.isfinite(weight) and weight >= 0):
-            _fail(
+            fail(
                 where,
                 f"annotation {a['id']}: score {score} / weight {weight} (want finite, weight >= 0)",
             )

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wsod.pipeline.core import _flag, _near, _rounds, load_pipeline
+from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_value
 
+# ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
 RANGES = {
     **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
     "resize": (1, None),
@@ -26,7 +27,7 @@ def _range_text(low, high) -> str:
 def _check_item(where: str, name: str, item, action) -> None:
     """One value of a stage option against its argparse ``choices``, ``type`` and range."""
     if action.choices is not None and item not in action.choices:
-        near = _near(str(item), [str(c) for c in action.choices])
+        near = near_match(str(item), [str(c) for c in action.choices])
         raise ValueError(f"{where}: not one of {', '.join(map(str, action.choices))}{near}")
     if action.type not in (int, float):
         return
@@ -64,9 +65,9 @@ def check_options(pipeline: dict, path: str | os.PathLike) -> None:
                 _check_item(where, name, item, action)
 
 
-# RoI layer), not built from a registry
-# (NMS and the RoI layer); and the CAM head's own option dicts, which it checks itself
-# (`scoring=dict(type=...)`, `refine=dict(type=...)`: _check_cam_options)
+# `type` values that name no registry entry: mmcv ops found by name in mmcv.ops (NMS and the
+# RoI layer); and the CAM head's own option dicts, which it checks itself
+# (`scoring=dict(type=...)`, `refine=dict(type=...)`: WSODCAMHead.check_cfg)
 _OP_TYPE_KEYS = ("nms", "roi_layer", "scoring", "refine")
 
 
@@ -96,11 +97,12 @@ def _registries() -> list:
     return list(found.values())
 
 
-def _registered(registry, name: str) -> bool:
+def _registered(registry, name: str):
+    """The class ``registry`` holds under ``name``, or None."""
     try:
-        return registry.get(name) is not None
+        return registry.get(name)
     except Exception:  # noqa: BLE001 - an unknown scope prefix is "not there" too
-        return False
+        return None
 
 
 def check_config_types(cfg, where: str) -> None:
@@ -111,34 +113,40 @@ def check_config_types(cfg, where: str) -> None:
         ValueError: naming ``where``, the dotted key, the type and the nearest registered one.
     """
     registries = _registries()
-    for key, name in _config_types(cfg.to_dict()):
-        if any(_registered(r, name) for r in registries):
-            continue
-        known = {k for r in registries for k in r.module_dict}
-        raise ValueError(f"{where}: unknown type {name!r} at {key}{_near(name, known)}")
-    _check_cam_options(cfg, where)
+    tree = cfg.to_dict()
+    for key, name in _config_types(tree):
+        found = [c for r in registries if (c := _registered(r, name))]
+        if not found:
+            known = {k for r in registries for k in r.module_dict}
+            raise ValueError(f"{where}: unknown type {name!r} at {key}{near_match(name, known)}")
+        _check_own_options(found[0], _at(tree, key), f"{where}: {key}")
 
 
-def _check_cam_options(cfg, where: str) -> None:
-    """The CAM head's ``scoring`` and ``refine`` dicts, by the head's own checks."""
-    head = (cfg.get("model") or {}).get("roi_head") or {}
-    if head.get("type") != "WSODCAMHead":
+def _at(tree, key: str):
+    """The node at a dotted key of :func:`_config_types` (``'type'``: the tree itself)."""
+    node = tree
+    for part in key.split(".") if key != "type" else []:
+        node = node[int(part)] if isinstance(node, list | tuple) else node[part]
+    return node
+
+
+def _check_own_options(cls, options: dict, where: str) -> None:
+    """A registered class that checks its own config dict (a ``check_cfg`` static method, e.g.
+    ``WSODCAMHead``'s ``scoring`` and ``refine``) checks it here, before its stage builds it."""
+    check = getattr(cls, "check_cfg", None)
+    if not callable(check):
         return
-    from wsod.models.roi_heads.cam_scoring import check_scoring
-    from wsod.models.roi_heads.cam_walks import check_refine
-
     try:
-        check_scoring(head.get("scoring"))
-        check_refine(head.get("refine"), bool(head.get("affinity")))
+        check(options)
     except ValueError as e:
-        raise ValueError(f"{where}: model.roi_head: {e}") from None
+        raise ValueError(f"{where}: {e}") from None
 
 
 def _no_such_file(path, key: str, config: str) -> ValueError:
     folder = Path(config).parent
     names = [str(folder / f.name) for f in folder.glob("*.py")] if folder.is_dir() else []
     return ValueError(
-        f"{path}: {key} = {config!r}: no such config file{_near(config, names)} (see configs/)"
+        f"{path}: {key} = {config!r}: no such config file{near_match(config, names)} (see configs/)"
     )
 
 
@@ -189,16 +197,20 @@ def _check_phase(cfg, config: str, section: dict) -> None:
 
 
 def _check_strategies(pipeline: dict, path) -> None:
-    """The de-noise chain as the stage builds it: registered strategies, known parameters."""
-    from wsod.denoise import STRATEGIES, build_chain
+    """The de-noise chain as the stage builds it (registered strategies, known parameters),
+    then run on no boxes: a strategy checks its values when it runs (``topk``'s ``k >= 1``), in
+    no time on an empty detection set."""
+    from wsod.denoise import STRATEGIES, apply_chain, build_chain
+    from wsod.denoise.common import empty_dets
 
     strategies = (pipeline.get("denoise") or {}).get("strategies")
     try:
-        build_chain(strategies)
+        chain = build_chain(strategies)
+        apply_chain(empty_dets(), chain, image_labels=[], width=1, height=1)
     except KeyError as e:
         name = str(e.args[0]).split("'")[1] if "'" in str(e.args[0]) else ""
         raise ValueError(
-            f"{path}: denoise.strategies: {e.args[0]}{_near(name, STRATEGIES)}"
+            f"{path}: denoise.strategies: {e.args[0]}{near_match(name, STRATEGIES)}"
         ) from None
     except (ValueError, TypeError, OSError) as e:
         raise ValueError(f"{path}: denoise.strategies: {e}") from None
@@ -238,8 +250,8 @@ def check_values(path: str | os.PathLike, named: str | os.PathLike | None = None
     pipeline = load_pipeline(path)
     check_options(pipeline, path)
     _check_run_name(pipeline, path if named is None else named)
-    _flag(path, "fsd", pipeline.get("fsd"))
-    _rounds(path, pipeline.get("rounds"))
+    flag_value(path, "fsd", pipeline.get("fsd"))
+    rounds_value(path, pipeline.get("rounds"))
     weak, strong = pipeline.get("weak") or {}, pipeline.get("strong") or {}
     weak_cfg = None
     if weak.get("config"):
@@ -250,7 +262,7 @@ def check_values(path: str | os.PathLike, named: str | os.PathLike | None = None
     if strong.get("config"):
         check_config(path, "strong.config", strong["config"], strong)
     fsd_config = pipeline.get("fsd_config")
-    if fsd_config and _flag(path, "fsd", pipeline.get("fsd")) == "1":
+    if fsd_config and flag_value(path, "fsd", pipeline.get("fsd")) == "1":
         check_config(path, "fsd_config", fsd_config, strong)
     _check_strategies(pipeline, path)
     return pipeline

@@ -33,7 +33,7 @@ def _shape(text: str) -> str:
     return text.lower().replace("rn", "m").replace("vv", "w").translate(_LOOKALIKE)
 
 
-def _near(name: str, known) -> str:
+def near_match(name: str, known) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known``, or an empty string. Closeness
     weighs the characters' shape before the edit ratio: among names as close by edits, the one
     that differs only by look-alike characters (``l``/``1``, ``O``/``0``, ...) wins."""
@@ -64,7 +64,7 @@ def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
             continue
         if key not in STAGES:
             raise ValueError(
-                f"{path}: unknown section '{key}'{_near(key, [*STAGES, *VALUES])}; a pipeline "
+                f"{path}: unknown section '{key}'{near_match(key, [*STAGES, *VALUES])}; a pipeline "
                 f"holds the stage sections {', '.join(STAGES)} and the values "
                 f"{', '.join(VALUES)}"
             )
@@ -79,12 +79,9 @@ def check_pipeline(pipeline: dict, path: str | os.PathLike) -> None:
             if name not in options:
                 raise ValueError(
                     f"{path}: {key}.{name} is not an option of `wsod {key}`"
-                    f"{_near(name, options)}; the options are {', '.join(options)} "
+                    f"{near_match(name, options)}; the options are {', '.join(options)} "
                     f"(`wsod {key} --help`, dashes as underscores)"
                 )
-
-
-# ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
 
 
 def load_pipeline(path: str | os.PathLike) -> dict:
@@ -99,13 +96,10 @@ def load_pipeline(path: str | os.PathLike) -> dict:
     return pipeline
 
 
-# `type` values that name no registry entry: mmcv ops found by name in mmcv.ops (NMS and the
-
-
 def weak_trains_on_proposals(pipeline: dict) -> bool:
     """Whether the pipeline's weak config trains on proposals (its ``train_reads_proposals``,
     default True; False for the CAM head). Read without importing the model code."""
-    cfg = _weak_config(pipeline)
+    cfg = weak_config(pipeline)
     if cfg is None:
         return True
     from wsod.stages.weak import trains_on_proposals
@@ -126,7 +120,7 @@ def config_reads_proposals(config: str | os.PathLike | None) -> bool:
     return reads_proposals(Config.fromfile(str(config), import_custom_modules=False))
 
 
-def _weak_config(pipeline: dict):
+def weak_config(pipeline: dict):
     """The weak section's config (mmengine ``Config``, custom modules not imported), or None
     when the pipeline names none or the file is missing."""
     from mmengine.config import Config
@@ -137,14 +131,14 @@ def _weak_config(pipeline: dict):
     return Config.fromfile(str(config), import_custom_modules=False)
 
 
-def _flag(path, key: str, value) -> str:
+def flag_value(path, key: str, value) -> str:
     """A pipeline boolean (False/True, 0/1, None) as ``'0'`` or ``'1'``."""
     if value is None or (isinstance(value, (bool, int)) and value in (0, 1)):
         return str(int(bool(value)))
     raise ValueError(f"{path}: {key} = {value!r}; want 0 or 1 (False or True)")
 
 
-def _rounds(path, value) -> str:
+def rounds_value(path, value) -> str:
     if value is None:
         return "0"
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ROUNDS:
@@ -185,7 +179,7 @@ def make_values(path: str | os.PathLike, named: str | os.PathLike | None = None)
     weak = pipeline.get("weak") or {}
     strong_config = (pipeline.get("strong") or {}).get("config") or ""
     fsd_config = pipeline.get("fsd_config") or strong_config
-    weak_cfg = _weak_config(pipeline)
+    weak_cfg = weak_config(pipeline)
     rescore = black_box_mode(pipeline.get("rescore_by_black_box"), weak_cfg, where=path)
     named = path if named is None else named
     sources = config_files(named) + (config_files(weak["config"]) if weak_cfg else [])
@@ -199,12 +193,12 @@ def make_values(path: str | os.PathLike, named: str | os.PathLike | None = None)
         "PIPE_STRONG_CONFIG": strong_config,
         "PIPE_STRONG_READS_PROPOSALS": str(int(config_reads_proposals(strong_config))),
         "PIPE_FSD_READS_PROPOSALS": str(int(config_reads_proposals(fsd_config))),
-        "PIPE_FSD": _flag(path, "fsd", pipeline.get("fsd")),
-        "PIPE_BACKBONE_FROM_BLACK_BOX": _flag(
+        "PIPE_FSD": flag_value(path, "fsd", pipeline.get("fsd")),
+        "PIPE_BACKBONE_FROM_BLACK_BOX": flag_value(
             path, "backbone_from_black_box", pipeline.get("backbone_from_black_box")
         ),
         "PIPE_FSD_CONFIG": fsd_config,
-        "PIPE_ROUNDS": _rounds(path, pipeline.get("rounds")),
+        "PIPE_ROUNDS": rounds_value(path, pipeline.get("rounds")),
         "PIPE_RESCORE": rescore,
         "PIPE_IMAGE_SCORES_CFG_OPTIONS": " ".join(
             f"{k}={v}" for k, v in IMAGE_SCORES_CFG_OPTIONS.items()
@@ -215,7 +209,7 @@ def make_values(path: str | os.PathLike, named: str | os.PathLike | None = None)
 # the quick look (`make all QUICK=1`): every stage on a few images, every training a few steps
 
 
-def _write_if_changed(file: Path, text: str) -> bool:
+def write_if_changed(file: Path, text: str) -> bool:
     """Write ``text`` to ``file`` (temp file + rename) unless it already holds it."""
     if file.is_file() and file.read_text() == text:
         return False
@@ -241,7 +235,7 @@ def write_vars_mk(
     lines = [f"# pipeline values of {path}: written by `python -m wsod.pipeline`; do not edit"]
     lines += [f"{name} := {value}" for name, value in values.items()]
     out = Path(out)
-    changed = _write_if_changed(out, "\n".join(lines) + "\n")
+    changed = write_if_changed(out, "\n".join(lines) + "\n")
     if not changed:
         out.touch()
     return changed
@@ -280,6 +274,6 @@ def write_section_stamps(path: str | os.PathLike, out_dir: str | os.PathLike) ->
     for name in STAMPED_SECTIONS:
         text = json.dumps(pipeline.get(name), sort_keys=True, indent=1, default=str) + "\n"
         stamp = out / f"{name}.json"
-        if _write_if_changed(stamp, text):
+        if write_if_changed(stamp, text):
             written.append(stamp)
     return written

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wsod.pipeline.core import _weak_config, _write_if_changed, load_pipeline
+from wsod.pipeline.core import load_pipeline, weak_config, write_if_changed
 
 QUICK_IMAGES = 24  # per split (data.limit): the first images of each split
 QUICK_ITERS = 10  # weak and strong (and fsd, rounds) training iterations
@@ -20,7 +20,7 @@ def quick_pipeline_text(path: str | os.PathLike) -> str:
     from wsod.models.affinity_phase_hook import PHASE_OPTION, phase_hook
 
     pipeline = load_pipeline(path)
-    weak_cfg = _weak_config(pipeline)
+    weak_cfg = weak_config(pipeline)
     phase = f", {PHASE_OPTION}={QUICK_ITERS * 4 // 5}" if weak_cfg and phase_hook(weak_cfg) else ""
     return "\n".join(
         [
@@ -40,5 +40,5 @@ def quick_pipeline_text(path: str | os.PathLike) -> str:
 def write_quick_pipeline(path: str | os.PathLike, out: str | os.PathLike) -> Path:
     """Write :func:`quick_pipeline_text` to ``out`` (only where its content changed)."""
     out = Path(out)
-    _write_if_changed(out, quick_pipeline_text(path))
+    write_if_changed(out, quick_pipeline_text(path))
     return out

@@ -33,7 +33,7 @@ def _image_reader(gt: Mapping, gt_path: str | os.PathLike | None):
     return read
 
 
-def _layer(
+def box_layer(
     name: str,
     grouped: Mapping,
     img_id: int,
@@ -103,20 +103,20 @@ def gallery(
         image = read(img_id)
         if image is None:
             continue
-        gt_layer = _layer("gt", gts, img_id, dashed=True)
+        gt_layer = box_layer("gt", gts, img_id, dashed=True)
         panels = [("ground truth", [gt_layer])]
         if pseudo is not None:
             panels.append(
                 (
                     "pseudo labels vs GT (dashed)",
-                    [gt_layer, _layer("pseudo labels", pseudo, img_id)],
+                    [gt_layer, box_layer("pseudo labels", pseudo, img_id)],
                 )
             )
         for name, grouped in dets.items():
             panels.append(
                 (
                     f"{name} (score >= {score_thr})",
-                    [gt_layer, _layer(name, grouped, img_id, score_thr)],
+                    [gt_layer, box_layer(name, grouped, img_id, score_thr)],
                 )
             )
         fname = next(im["file_name"] for im in gt["images"] if int(im["id"]) == img_id)

@@ -24,7 +24,7 @@ from wsod.contracts import (
     resolve_data_root,
 )
 from wsod.report.document import Document
-from wsod.report.gallery import _layer
+from wsod.report.gallery import box_layer
 from wsod.report.plots import draw_panels, draw_row
 from wsod.report.tables import fmt
 
@@ -139,7 +139,7 @@ def _draw(doc, out_dir, split, split_path, chosen, layers_of, prefix, caption) -
             continue
         tags = ", ".join(names[c] for c in im["labels"]) or "no tag"
         panels = [
-            (title, [_layer(title, grouped, img_id, thr)]) for title, grouped, thr in layers_of
+            (title, [box_layer(title, grouped, img_id, thr)]) for title, grouped, thr in layers_of
         ]
         items.append(
             (arr[:, :, ::-1].copy(), f"image {img_id} ({im['file_name']}; tags: {tags})", panels)

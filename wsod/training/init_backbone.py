@@ -14,21 +14,14 @@ fingerprint changes when the black box is retrained even if its checkpoint path 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from wsod.utils.io import file_sha256
+
 PREFIX = "backbone."
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _weak_run(model_file: Path, error: type[Exception]) -> tuple[Path, Any]:
@@ -102,5 +95,5 @@ def init_backbone_from(
             f"{', '.join(missing[:3])}); the two backbones are built differently"
         )
     cfg.model.backbone.init_cfg = {"type": "Pretrained", "checkpoint": str(ckpt), "prefix": PREFIX}
-    cfg.backbone_init_sha256 = _sha256(ckpt)
+    cfg.backbone_init_sha256 = file_sha256(ckpt)
     return str(ckpt)

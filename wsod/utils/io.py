@@ -139,6 +139,8 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """The hex SHA-256 of a file's bytes, read ``chunk`` bytes at a time: the one hash of a file
+    in the package (artifact sidecars, run fingerprints, checkpoint and weight checks)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):

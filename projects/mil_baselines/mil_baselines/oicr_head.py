@@ -27,7 +27,7 @@ from torch import Tensor
 
 from wsod.models.roi_heads.common import image_label_targets
 
-from .wsddn_head import WSODWSDDNHead, _linear
+from .wsddn_head import WSODWSDDNHead, init_linear
 
 
 def oicr_pseudo_labels(
@@ -116,7 +116,7 @@ class WSODOICRHead(WSODWSDDNHead):
         self.refine_loss_weight = refine_loss_weight
         self.test_with_wsddn = test_with_wsddn
         self.fc_refine = nn.ModuleList(
-            [_linear(self.feat_channels, self.num_classes + 1, 0.01) for _ in range(num_refine)]
+            [init_linear(self.feat_channels, self.num_classes + 1, 0.01) for _ in range(num_refine)]
         )
 
     def forward(self, x: Tensor) -> dict[str, Tensor]:

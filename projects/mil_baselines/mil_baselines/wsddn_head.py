@@ -45,7 +45,7 @@ def wsddn_image_scores(proposal_scores: Tensor, eps: float = 1e-6) -> Tensor:
     return proposal_scores.sum(dim=0).clamp(eps, 1.0 - eps)
 
 
-def _linear(in_features: int, out_features: int, std: float) -> nn.Linear:
+def init_linear(in_features: int, out_features: int, std: float) -> nn.Linear:
     fc = nn.Linear(in_features, out_features)
     nn.init.normal_(fc.weight, std=std)
     nn.init.zeros_(fc.bias)
@@ -109,8 +109,8 @@ class WSODWSDDNHead(BaseModule):
             width = ch
         self.shared_fcs = nn.Sequential(*layers)
         self.feat_channels = width
-        self.fc_cls = _linear(width, num_classes, 0.01)
-        self.fc_det = _linear(width, num_classes, 0.01)
+        self.fc_cls = init_linear(width, num_classes, 0.01)
+        self.fc_det = init_linear(width, num_classes, 0.01)
 
     # ----------------------------------------------------------------------- weights
     def init_weights(self) -> None:

@@ -80,6 +80,18 @@ class WSODCAMHead(BaseModule):
     # (``--cfg-options``, a pipeline edit) detects again with the same checkpoint
     TEST_TIME_ARGS = ("scoring", "upsample", "refine")
 
+    @staticmethod
+    def check_cfg(cfg: dict) -> None:
+        """Refuse this head's config dict as ``__init__`` would (``scoring``, ``refine``,
+        ``affinity``), without building it: the pipeline check calls ``check_cfg`` of every
+        registered class its configs name, before any stage runs.
+
+        Raises:
+            ValueError: naming the wrong key or value.
+        """
+        check_scoring(cfg.get("scoring"))
+        check_refine(cfg.get("refine"), _affinity_options(cfg.get("affinity")) is not None)
+
     def __init__(
         self,
         num_classes: int,

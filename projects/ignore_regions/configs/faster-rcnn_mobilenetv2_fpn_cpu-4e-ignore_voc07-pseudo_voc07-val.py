@@ -5,10 +5,10 @@
 # boxes, no difficult flags in the shared copy) it trains exactly as cpu-4e.
 # Measured with `ignore_regions(rel_score=0.5, max_overlap=0.3)` on the VOC07 CAM pseudo labels,
 # not the default: docs/experiments/2026-12-03-ignore-regions.md.
-#   wsod strong --config configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py \
+#   wsod strong --config projects/ignore_regions/configs/faster-rcnn_mobilenetv2_fpn_cpu-4e-ignore_voc07-pseudo_voc07-val.py \
 #       --pseudo-labels work_dirs/voc07/denoise/pseudo_train.json --work-dir work_dirs/voc07/strong \
 #       --infer work_dirs/voc07/data/val.json:work_dirs/voc07/strong/val_dets.json
-_base_ = './faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py'
+_base_ = '../../../configs/faster_rcnn/faster-rcnn_mobilenetv2_fpn_cpu-4e_voc07-pseudo_voc07-val.py'
 
 model = dict(
     train_cfg=dict(
