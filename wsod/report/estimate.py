@@ -1,0 +1,193 @@
+"""How long a run will take on this machine, predicted from a quick look's measured steps.
+
+A quick look (``make all QUICK=1``: every stage on a few images a split, every training a few
+iterations) writes the same sidecars as a real run (:mod:`wsod.report.cost`), and the training
+flow's step timer adds what each step took (``train_steps``, ``test_steps``:
+:mod:`wsod.models.step_timer_hook`). Each stage process of the quick look becomes:
+
+- start-up: its wall time (overlaps once) minus the time spent in timed steps (imports, model
+  building, loading weights, writing files): the same in the real run;
+- training: the real run's iterations x the median seconds of the quick look's iterations, per
+  phase of a two-phase schedule (the black box's affinity phase runs at its own rate);
+- detection: the real split's images x the quick look's seconds per image;
+- an untimed stage (data, proposals, de-noise, rescore, evaluate): its wall time x the ratio of
+  the real split's images to the quick look's (selective search costs per image).
+
+The prediction is for ``make all`` run one stage at a time (the sum of the stages); ``make -j2
+all`` overlaps stages and takes less. :func:`compare` sets the prediction beside what a run
+took, stage by stage (:func:`wsod.report.cost.collect` of the real run).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wsod.report.cost import META_SUFFIX, find_meta_files, format_duration, merged_seconds
+
+
+def split_of(artifact: str) -> str:
+    """The split an artifact concerns, by its name: ``train`` or ``val`` (``proposals/train.pkl``,
+    ``weak/val_dets.json``; a model trains on ``train``)."""
+    name = Path(artifact).name
+    return "val" if name.startswith("val") or "_val" in name else "train"
+
+
+def phase_rates(seconds: list[float], phase_start: int | None) -> list[float]:
+    """Median seconds per iteration of each phase (one phase, or two split at
+    ``phase_start``); a phase the quick look did not reach takes the other's rate."""
+    first = seconds[:phase_start] if phase_start else seconds
+    rest = seconds[phase_start:] if phase_start else []
+    rates = [statistics.median(p) for p in (first, rest) if p]
+    return rates if phase_start is None or len(rates) == 2 else rates * 2
+
+
+def phase_start_of(config: Mapping) -> int | None:
+    """The first iteration of a config's affinity phase (``WSODAffinityPhaseHook``), or None."""
+    for hook in config.get("custom_hooks") or []:
+        if str(hook.get("type", "")).endswith("WSODAffinityPhaseHook"):
+            return int(hook.get("start_iter", 0))
+    return None
+
+
+def _training(meta: Mapping, full: Mapping) -> tuple[float, float]:
+    """``(seconds in timed steps, predicted seconds of the real run's steps)`` of a training
+    row; ``full``: ``{"iters", "phase_start"}`` of the real run."""
+    steps = meta["train_steps"]
+    seconds = list(steps.get("seconds") or [])
+    if len(seconds) < steps["steps"]:  # more steps than kept: one rate
+        seconds = [steps["median_s"]] * steps["steps"]
+    rates = phase_rates(seconds, phase_start_of(meta.get("config") or {}))
+    iters, start = int(full["iters"]), full.get("phase_start")
+    if len(rates) == 2 and start is not None:
+        predicted = start * rates[0] + (iters - start) * rates[1]
+    else:
+        predicted = iters * rates[0]
+    return float(steps["total_s"]), predicted
+
+
+def _detection(meta: Mapping, images: int) -> tuple[float, float]:
+    steps = meta["test_steps"]
+    per_image = steps["total_s"] / max(1, steps.get("units") or steps["steps"])
+    return float(steps["total_s"]), images * per_image
+
+
+def read_rows(run_dir: str | Path) -> list[dict]:
+    """The run's sidecars as ``{"artifact", "stage", "command", "meta"}`` rows."""
+    run_dir = Path(run_dir)
+    rows = []
+    for path in find_meta_files(run_dir):
+        meta = json.loads(path.read_text())
+        rel = path.relative_to(run_dir).as_posix()[: -len(META_SUFFIX)]
+        command = " ".join(map(str, meta.get("command") or [rel]))
+        rows.append({"artifact": rel, "stage": meta.get("stage", "?"), "command": command,
+                     "meta": meta})  # fmt: skip
+    return rows
+
+
+def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping) -> dict:
+    """Predict the real run's stage times from a quick look's sidecars.
+
+    Args:
+        quick_dir: the quick look's run folder (``work_dirs/<pipeline>_quick``).
+        images: the real run's images per split, ``{"train": N, "val": M}``.
+        trainings: per training's model record (``weak/weak_model.json``, ...), the real run's
+            ``{"iters", "phase_start"}``.
+
+    Returns:
+        ``{"processes": [{"stage", "artifacts", "quick_s", "startup_s", "predicted_s"}],
+        "total_s", "images", "quick_images", "cpu"}``; one entry per stage process (its stage and command line).
+    """
+    rows = read_rows(quick_dir)
+    if not rows:
+        raise FileNotFoundError(f"{quick_dir}: no sidecars; run the quick look (make estimate)")
+    quick_images = _quick_images(rows)
+    by_process: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_process.setdefault((r["stage"], r["command"]), []).append(r)
+    processes = []
+    for group in by_process.values():
+        times = [{"wall_time_s": r["meta"].get("wall_time_s"),
+                  "written_at": r["meta"].get("written_at")} for r in group]  # fmt: skip
+        wall = merged_seconds(times)
+        timed, predicted = 0.0, 0.0
+        for r in group:
+            meta, split = r["meta"], split_of(r["artifact"])
+            if "train_steps" in meta and r["artifact"] in trainings:
+                t, p = _training(meta, trainings[r["artifact"]])
+            elif "test_steps" in meta:
+                t, p = _detection(meta, images[split])
+            else:
+                continue
+            timed, predicted = timed + t, predicted + p
+        startup = max(0.0, wall - timed)
+        if timed == 0.0:  # an untimed stage: per image of its split
+            split = split_of(group[0]["artifact"])
+            startup, predicted = 0.0, wall * images[split] / max(1, quick_images[split])
+        processes.append({"stage": group[0]["stage"],
+                          "artifacts": [r["artifact"] for r in group], "quick_s": round(wall, 1),
+                          "startup_s": round(startup, 1),
+                          "predicted_s": round(startup + predicted, 1)})  # fmt: skip
+    cpu = next((r["meta"]["cpu"]["summary"] for r in rows if "cpu" in r["meta"]), "not recorded")
+    total = round(sum(p["predicted_s"] for p in processes), 1)
+    return {"processes": processes, "total_s": total, "images": dict(images),
+            "quick_images": quick_images, "cpu": cpu}  # fmt: skip
+
+
+def _quick_images(rows: list[dict]) -> dict[str, int]:
+    """Images per split of the quick look: its detections' ``test_steps`` units, else its
+    proposal files' inputs (the split json's ``info.num_images`` is not in the sidecar)."""
+    out: dict[str, int] = {}
+    for r in rows:
+        steps = r["meta"].get("test_steps")
+        if steps and steps.get("units"):
+            out.setdefault(split_of(r["artifact"]), int(steps["units"]))
+    return {
+        "train": out.get("train", out.get("val", 1)),
+        "val": out.get("val", out.get("train", 1)),
+    }
+
+
+def format_estimate(est: Mapping) -> str:
+    """The prediction as text: one line per stage process, then the whole run."""
+    lines = [f"Estimate for this machine ({est['cpu']}), make all one stage at a time:"]
+    for p in est["processes"]:
+        lines.append(f"  {p['stage']:9s} {format_duration(p['predicted_s']):>22s}  "
+                     f"({', '.join(p['artifacts'][:2])}{', ...' * (len(p['artifacts']) > 2)})")  # fmt: skip
+    lines.append(f"  {'whole run':9s} {format_duration(est['total_s']):>22s}")
+    return "\n".join(lines)
+
+
+def compare(est: Mapping, cost: Mapping) -> list[dict]:
+    """The prediction beside what the run took, per stage and for the whole run.
+
+    Args:
+        est: :func:`predict`'s result.
+        cost: :func:`wsod.report.cost.collect` of the real run.
+
+    Returns:
+        ``[{"stage", "predicted_s", "actual_s", "ratio"}]`` (ratio = actual / predicted), the
+        stages in the prediction's order, then ``whole run`` (actual: the run's stages one after
+        the other, overlaps once).
+    """
+    by_stage: dict[str, list[Mapping]] = {}
+    for r in cost["rows"]:
+        by_stage.setdefault(r["stage"], []).append(r)
+    predicted: dict[str, float] = {}
+    for p in est["processes"]:
+        predicted[p["stage"]] = predicted.get(p["stage"], 0.0) + p["predicted_s"]
+    out = []
+    for stage, seconds in predicted.items():
+        actual = merged_seconds(by_stage[stage]) if stage in by_stage else None
+        out.append(_compared(stage, seconds, actual))
+    out.append(_compared("whole run", est["total_s"], cost.get("merged_wall_time_s")))
+    return out
+
+
+def _compared(stage: str, predicted: float, actual: Any) -> dict:
+    ratio = None if not actual or not predicted else round(float(actual) / predicted, 2)
+    return {"stage": stage, "predicted_s": round(predicted, 1),
+            "actual_s": None if actual is None else round(float(actual), 1), "ratio": ratio}  # fmt: skip
