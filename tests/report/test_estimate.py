@@ -118,8 +118,27 @@ def test_the_prediction_beside_what_the_run_took(tmp_path):
     prediction = est.predict(quick, {"train": 40, "val": 20}, trainings)
     real = _quick_run(tmp_path / "real")  # stands for the real run: its sidecars' wall times
     rows = est.compare(prediction, collect(real))
-    assert [r["stage"] for r in rows] == ["proposals", "weak", "whole run"]
+    assert [r["stage"] for r in rows][:3] == ["proposals", "weak", "whole run"]
+    assert rows[3]["predicted_s"] == prediction["two_jobs_s"]
     weak = rows[1]
     assert weak["predicted_s"] == pytest.approx(130 + 25 + 10)
     assert weak["actual_s"] is not None and weak["ratio"] == round(weak["actual_s"] / 165, 2)
-    assert rows[-1]["predicted_s"] == prediction["total_s"]
+    assert rows[2]["predicted_s"] == prediction["total_s"]
+    assert rows[2]["actual_s"] == rows[3]["actual_s"] == collect(real)["merged_wall_time_s"]
+
+
+def test_two_jobs_take_the_longer_of_the_chain_and_the_shared_work():
+    def proc(artifact, seconds):
+        return {"artifacts": [artifact], "predicted_s": seconds}
+
+    chain = [proc("data/train.json", 10), proc("weak/weak_model.json", 100),
+             proc("weak/train_dets.json", 20), proc("denoise/pseudo_train.json", 1),
+             proc("strong/strong_model.json", 50), proc("eval/metrics.json", 5)]  # fmt: skip
+    # proposals shorter than the black box's training: the training is on the chain
+    short = [*chain, proc("proposals/train.pkl", 30)]
+    assert est.two_jobs_seconds(short, throughput=1.5) == 186  # chain > 216 / 1.5
+    # a long reference beside it: the shared work decides
+    wide = [*short, proc("fsd/fsd_strong_model.json", 200)]
+    assert est.two_jobs_seconds(wide, throughput=1.5) == pytest.approx(416 / 1.5, abs=0.1)
+    longer = [*chain, proc("proposals/train.pkl", 150)]  # proposals longer than the training
+    assert est.two_jobs_seconds(longer, throughput=10) == 236

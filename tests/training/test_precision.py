@@ -72,8 +72,11 @@ def test_auto_decides_by_the_flags(cpu_only, cpu, expected, word):
 def test_flags_without_onednn_bf16_keep_fp32_and_explicit_values_are_kept(cpu_only, monkeypatch):
     monkeypatch.setattr(P, "_onednn_bf16", lambda: False)
     assert P.choose_precision("auto", info=_cpu(flags=("avx2",))).precision == "fp32"
-    assert P.choose_precision("bf16", info=AVX512).by == "asked"
-    assert P.choose_precision("bf16", info=AVX512).precision == "bf16"
+    monkeypatch.setattr(P, "_onednn_bf16", lambda: True)
+    asked = P.choose_precision("bf16", info=AVX512)
+    assert (asked.precision, asked.by) == ("bf16", "asked")
+    assert "auto would take fp32 here" in asked.why  # the user is told it is slower here
+    assert "auto would" not in P.choose_precision("bf16", info=AMX).why
     with pytest.raises(ValueError, match="expected one of auto, bf16, fp32"):
         P.choose_precision("fp16", info=AVX512)
 

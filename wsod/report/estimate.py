@@ -13,8 +13,9 @@ flow's step timer adds what each step took (``train_steps``, ``test_steps``:
 - an untimed stage (data, proposals, de-noise, rescore, evaluate): its wall time x the ratio of
   the real split's images to the quick look's (selective search costs per image).
 
-The prediction is for ``make all`` run one stage at a time (the sum of the stages); ``make -j2
-all`` overlaps stages and takes less. :func:`compare` sets the prediction beside what a run
+The prediction is for ``make all`` run one stage at a time (the sum of the stages). ``make -j2
+all`` overlaps stages: :func:`two_jobs_seconds` gives a coarse figure for it (the longer of the
+chain of stages that wait for each other and the whole work at two jobs' throughput). :func:`compare` sets the prediction beside what a run
 took, stage by stage (:func:`wsod.report.cost.collect` of the real run).
 """
 
@@ -99,7 +100,8 @@ def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping
 
     Returns:
         ``{"processes": [{"stage", "artifacts", "quick_s", "startup_s", "predicted_s"}],
-        "total_s", "images", "quick_images", "cpu"}``; one entry per stage process (its stage and command line).
+        "total_s" (one stage at a time), "two_jobs_s" (:func:`two_jobs_seconds`), "images",
+        "quick_images", "cpu"}``; one entry per stage process (its stage and command line).
     """
     rows = read_rows(quick_dir)
     if not rows:
@@ -133,8 +135,34 @@ def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping
                           "predicted_s": round(startup + predicted, 1)})  # fmt: skip
     cpu = next((r["meta"]["cpu"]["summary"] for r in rows if "cpu" in r["meta"]), "not recorded")
     total = round(sum(p["predicted_s"] for p in processes), 1)
-    return {"processes": processes, "total_s": total, "images": dict(images),
-            "quick_images": quick_images, "cpu": cpu}  # fmt: skip
+    return {"processes": processes, "total_s": total, "two_jobs_s": two_jobs_seconds(processes),
+            "images": dict(images), "quick_images": quick_images, "cpu": cpu}  # fmt: skip
+
+
+TWO_JOBS_THROUGHPUT = 1.44
+"""Work done by two stages at once on a 2-core machine, per unit of one alone (CPU slots, one
+thread each: ``benchmarks/cpu_share.py --oversubscribed``,
+docs/experiments/2026-12-04-two-stages-at-once.md)."""
+
+# the chain `make -j2 all` cannot overlap: each waits for the one before (the black box's
+# training may run beside the proposals: the longer of the two counts)
+_CHAIN = ("data/", "weak/train_dets", "denoise/", "strong/", "eval/")
+
+
+def two_jobs_seconds(processes: list[Mapping], throughput: float = TWO_JOBS_THROUGHPUT) -> float:
+    """A coarse ``make -j2 all`` wall time: the longer of the chain (data, the longer of the
+    proposals and the black box's training, its detections, de-noise, the strong detector,
+    evaluate) and the whole work done at ``throughput`` times one stage's pace."""
+
+    def seconds(prefix: str) -> float:
+        return sum(p["predicted_s"] for p in processes if p["artifacts"][0].startswith(prefix))
+
+    weak_train = sum(
+        p["predicted_s"] for p in processes if "weak/weak_model.json" in p["artifacts"]
+    )
+    chain = sum(seconds(prefix) for prefix in _CHAIN) + max(seconds("proposals/"), weak_train)
+    total = sum(p["predicted_s"] for p in processes)
+    return round(max(chain, total / throughput), 1)
 
 
 def _quick_images(rows: list[dict]) -> dict[str, int]:
@@ -158,6 +186,8 @@ def format_estimate(est: Mapping) -> str:
         lines.append(f"  {p['stage']:9s} {format_duration(p['predicted_s']):>22s}  "
                      f"({', '.join(p['artifacts'][:2])}{', ...' * (len(p['artifacts']) > 2)})")  # fmt: skip
     lines.append(f"  {'whole run':9s} {format_duration(est['total_s']):>22s}")
+    if est.get("two_jobs_s"):
+        lines.append(f"  (make -j2 all, coarse: {format_duration(est['two_jobs_s'])})")
     return "\n".join(lines)
 
 
@@ -170,8 +200,8 @@ def compare(est: Mapping, cost: Mapping) -> list[dict]:
 
     Returns:
         ``[{"stage", "predicted_s", "actual_s", "ratio"}]`` (ratio = actual / predicted), the
-        stages in the prediction's order, then ``whole run`` (actual: the run's stages one after
-        the other, overlaps once).
+        stages in the prediction's order, then ``whole run`` (actual: the time the run's stages
+        covered, overlaps once) and, beside the same actual, the coarse ``make -j2`` figure.
     """
     by_stage: dict[str, list[Mapping]] = {}
     for r in cost["rows"]:
@@ -183,7 +213,10 @@ def compare(est: Mapping, cost: Mapping) -> list[dict]:
     for stage, seconds in predicted.items():
         actual = merged_seconds(by_stage[stage]) if stage in by_stage else None
         out.append(_compared(stage, seconds, actual))
-    out.append(_compared("whole run", est["total_s"], cost.get("merged_wall_time_s")))
+    wall = cost.get("merged_wall_time_s")
+    out.append(_compared("whole run", est["total_s"], wall))
+    if est.get("two_jobs_s"):
+        out.append(_compared("whole run, make -j2 (coarse)", est["two_jobs_s"], wall))
     return out
 
 

@@ -138,7 +138,11 @@ def choose_precision(
     info = info or cpu_info()
     cpu = describe(info)
     if precision != "auto":
-        return PrecisionChoice(precision, precision, "asked", f"--precision {precision}", cpu)
+        why = f"--precision {precision}"
+        flags = by_flags(info, _onednn_bf16()) if precision == "bf16" else None
+        if flags is not None and flags[0] == "fp32" and not torch.cuda.is_available():
+            why += f" (auto would take fp32 here: {flags[1]})"
+        return PrecisionChoice(precision, precision, "asked", why, cpu)
     if torch.cuda.is_available():
         why = "a GPU is in use (bf16 autocast here is the CPU's)"
         return PrecisionChoice("auto", "fp32", "gpu", why, cpu)
