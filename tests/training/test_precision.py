@@ -72,6 +72,7 @@ def test_auto_decides_by_the_flags(cpu_only, cpu, expected, word):
 def test_flags_without_onednn_bf16_keep_fp32_and_explicit_values_are_kept(cpu_only, monkeypatch):
     monkeypatch.setattr(P, "_onednn_bf16", lambda: False)
     assert P.choose_precision("auto", info=_cpu(flags=("avx2",))).precision == "fp32"
+    assert P.choose_precision("auto", info=AMX).precision == "fp32"  # a torch without them
     monkeypatch.setattr(P, "_onednn_bf16", lambda: True)
     asked = P.choose_precision("bf16", info=AVX512)
     assert (asked.precision, asked.by) == ("bf16", "asked")

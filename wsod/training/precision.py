@@ -85,12 +85,12 @@ def by_flags(info: CpuInfo, onednn_bf16: bool) -> tuple[str, str] | None:
             AVX-512 CPU, emulated where the CPU lacks bf16 instructions).
     """
     has = info.features
+    if not onednn_bf16:
+        return "fp32", "oneDNN has no bf16 kernels for this CPU"
     if has.get("amx_bf16"):
         return "bf16", "native bf16: the CPU has AMX tiles"
     if has.get("avx512_bf16"):
         return "bf16", "native bf16: the CPU has AVX512_BF16"
-    if not onednn_bf16:
-        return "fp32", "oneDNN has no bf16 kernels for this CPU"
     known = bool(info.torch_checked) or bool(info.proc_flags)
     if info.arch.lower() in X86 and known:
         what = "AVX-512" if has.get("avx512") else "this CPU"
