@@ -89,6 +89,8 @@ def _quick_run(root: Path) -> Path:
         _sidecar(root / "weak" / f"{split}_dets.json", "weak", f"wsod weak --infer {split}", total + 5,
                  test_steps=test)  # fmt: skip
     _sidecar(root / "proposals" / "train.pkl", "proposals", "wsod proposals train", 6.0)
+    (root / "denoise").mkdir()
+    _sidecar(root / "denoise" / "pseudo_train.json", "denoise", "wsod denoise", 1.5)
     return root
 
 
@@ -103,6 +105,7 @@ def test_phases_startup_and_images_scale_separately(tmp_path):
     assert by_artifact["weak/train_dets.json"]["predicted_s"] == 5.0 + 40 * 0.5
     assert by_artifact["weak/val_dets.json"]["predicted_s"] == 5.0 + 20 * 0.25
     assert by_artifact["proposals/train.pkl"]["predicted_s"] == 6.0 * 40 / 4
+    assert by_artifact["denoise/pseudo_train.json"]["predicted_s"] == 1.5  # start-up, as it was
     assert got["total_s"] == pytest.approx(sum(p["predicted_s"] for p in got["processes"]))
 
 
@@ -118,13 +121,13 @@ def test_the_prediction_beside_what_the_run_took(tmp_path):
     prediction = est.predict(quick, {"train": 40, "val": 20}, trainings)
     real = _quick_run(tmp_path / "real")  # stands for the real run: its sidecars' wall times
     rows = est.compare(prediction, collect(real))
-    assert [r["stage"] for r in rows][:3] == ["proposals", "weak", "whole run"]
-    assert rows[3]["predicted_s"] == prediction["two_jobs_s"]
-    weak = rows[1]
+    assert [r["stage"] for r in rows][:4] == ["denoise", "proposals", "weak", "whole run"]
+    assert rows[4]["predicted_s"] == prediction["two_jobs_s"]
+    weak = rows[2]
     assert weak["predicted_s"] == pytest.approx(130 + 25 + 10)
     assert weak["actual_s"] is not None and weak["ratio"] == round(weak["actual_s"] / 165, 2)
-    assert rows[2]["predicted_s"] == prediction["total_s"]
-    assert rows[2]["actual_s"] == rows[3]["actual_s"] == collect(real)["merged_wall_time_s"]
+    assert rows[3]["predicted_s"] == prediction["total_s"]
+    assert rows[3]["actual_s"] == rows[4]["actual_s"] == collect(real)["merged_wall_time_s"]
 
 
 def test_two_jobs_take_the_longer_of_the_chain_and_the_shared_work():

@@ -10,8 +10,10 @@ flow's step timer adds what each step took (``train_steps``, ``test_steps``:
 - training: the real run's iterations x the median seconds of the quick look's iterations, per
   phase of a two-phase schedule (the black box's affinity phase runs at its own rate);
 - detection: the real split's images x the quick look's seconds per image;
-- an untimed stage (data, proposals, de-noise, rescore, evaluate): its wall time x the ratio of
-  the real split's images to the quick look's (selective search costs per image).
+- proposals: their wall time x the ratio of the real split's images to the quick look's
+  (selective search costs per image);
+- the other untimed stages (data, de-noise, rescore, evaluate): their wall time as it was (a few
+  seconds of start-up each; their work per image is small next to it, and next to the run).
 
 The prediction is for ``make all`` run one stage at a time (the sum of the stages). ``make -j2
 all`` overlaps stages: :func:`two_jobs_seconds` gives a coarse figure for it (the longer of the
@@ -28,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from wsod.report.cost import META_SUFFIX, find_meta_files, format_duration, merged_seconds
+
+SCALED_STAGES = ("proposals",)
+"""Untimed stages whose time grows with the images (the others keep their quick-look time)."""
 
 
 def split_of(artifact: str) -> str:
@@ -126,7 +131,7 @@ def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping
                 continue
             timed, predicted = timed + t, predicted + p
         startup = max(0.0, wall - timed)
-        if timed == 0.0:  # an untimed stage: per image of its split
+        if timed == 0.0 and group[0]["stage"] in SCALED_STAGES:  # per image of its split
             split = split_of(group[0]["artifact"])
             startup, predicted = 0.0, wall * images[split] / max(1, quick_images[split])
         processes.append({"stage": group[0]["stage"],
