@@ -5,7 +5,7 @@ iterations) writes the same sidecars as a real run (:mod:`wsod.report.cost`), an
 flow's step timer adds what each step took (``train_steps``, ``test_steps``:
 :mod:`wsod.models.step_timer_hook`). Each stage process of the quick look becomes:
 
-- start-up: its wall time (overlaps once) minus the time spent in timed steps (imports, model
+- start-up: its time (first start to last end of its artifacts) minus the time spent in timed steps (imports, model
   building, loading weights, writing files): the same in the real run;
 - training: the real run's iterations x the median seconds of the quick look's iterations, per
   phase of a two-phase schedule (the black box's affinity phase runs at its own rate);
@@ -29,7 +29,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from wsod.report.cost import META_SUFFIX, find_meta_files, format_duration, merged_seconds
+from wsod.report.cost import (
+    META_SUFFIX,
+    envelope,
+    find_meta_files,
+    format_duration,
+    merged_seconds,
+)
 
 SCALED_STAGES = ("proposals",)
 """Untimed stages whose time grows with the images (the others keep their quick-look time)."""
@@ -94,6 +100,16 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     return rows
 
 
+def process_seconds(group: list[dict]) -> float:
+    """A stage process's time from its sidecars: first start to last end
+    (:func:`wsod.report.cost.envelope`: the gaps between its artifacts, e.g. building the
+    detector after training, count), else the sum of the wall times."""
+    times = [{"wall_time_s": r["meta"].get("wall_time_s"),
+              "written_at": r["meta"].get("written_at")} for r in group]  # fmt: skip
+    span = envelope(times)
+    return span[1] - span[0] if span else merged_seconds(times)
+
+
 def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping) -> dict:
     """Predict the real run's stage times from a quick look's sidecars.
 
@@ -117,9 +133,7 @@ def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping
         by_process.setdefault((r["stage"], r["command"]), []).append(r)
     processes = []
     for group in by_process.values():
-        times = [{"wall_time_s": r["meta"].get("wall_time_s"),
-                  "written_at": r["meta"].get("written_at")} for r in group]  # fmt: skip
-        wall = merged_seconds(times)
+        wall = process_seconds(group)
         timed, predicted = 0.0, 0.0
         for r in group:
             meta, split = r["meta"], split_of(r["artifact"])
