@@ -122,7 +122,7 @@ def test_the_prediction_beside_what_the_run_took(tmp_path):
     trainings = {"weak/weak_model.json": {"iters": 100, "phase_start": 80}}
     prediction = est.predict(quick, {"train": 40, "val": 20}, trainings)
     real = _quick_run(tmp_path / "real")  # stands for the real run: its sidecars' wall times
-    rows = est.compare(prediction, collect(real))
+    rows = est.compare(prediction, est.read_rows(real))
     assert [r["stage"] for r in rows][:4] == ["denoise", "proposals", "weak", "whole run"]
     assert rows[4]["predicted_s"] == prediction["two_jobs_s"]
     weak = rows[2]
@@ -130,6 +130,7 @@ def test_the_prediction_beside_what_the_run_took(tmp_path):
     assert weak["actual_s"] is not None and weak["ratio"] == round(weak["actual_s"] / 165, 2)
     assert rows[3]["predicted_s"] == prediction["total_s"]
     assert rows[3]["actual_s"] == rows[4]["actual_s"] == collect(real)["merged_wall_time_s"]
+    assert weak["actual_s"] == 18.0 + 7.0 + 6.0  # three weak processes, each its own time
 
 
 def test_two_jobs_take_the_longer_of_the_chain_and_the_shared_work():

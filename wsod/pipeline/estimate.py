@@ -72,11 +72,11 @@ def split_images(data_dir: str | Path) -> dict[str, int]:
 
 
 def _compare(run_dir: Path) -> str:
-    from wsod.report.cost import collect, format_duration
+    from wsod.report.cost import format_duration
 
     saved = json.loads((run_dir / "estimate.json").read_text())
     lines = [f"Estimate beside the run ({run_dir}; {saved['cpu']}):"]
-    for row in est.compare(saved, collect(run_dir)):
+    for row in est.compare(saved, est.read_rows(run_dir)):
         ratio = "" if row["ratio"] is None else f"  actual / predicted {row['ratio']:.2f}"
         lines.append(f"  {row['stage']:9s} predicted {format_duration(row['predicted_s']):>20s}"
                      f"  took {format_duration(row['actual_s']):>20s}{ratio}")  # fmt: skip

@@ -18,7 +18,7 @@ flow's step timer adds what each step took (``train_steps``, ``test_steps``:
 The prediction is for ``make all`` run one stage at a time (the sum of the stages). ``make -j2
 all`` overlaps stages: :func:`two_jobs_seconds` gives a coarse figure for it (the longer of the
 chain of stages that wait for each other and the whole work at two jobs' throughput). :func:`compare` sets the prediction beside what a run
-took, stage by stage (:func:`wsod.report.cost.collect` of the real run).
+took, stage by stage (the real run's sidecars).
 """
 
 from __future__ import annotations
@@ -100,6 +100,14 @@ def read_rows(run_dir: str | Path) -> list[dict]:
     return rows
 
 
+def _processes(rows: list[dict]) -> list[list[dict]]:
+    """The rows grouped by stage process (its stage and command line), in order."""
+    by_process: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_process.setdefault((r["stage"], r["command"]), []).append(r)
+    return list(by_process.values())
+
+
 def process_seconds(group: list[dict]) -> float:
     """A stage process's time from its sidecars: first start to last end
     (:func:`wsod.report.cost.envelope`: the gaps between its artifacts, e.g. building the
@@ -128,11 +136,8 @@ def predict(quick_dir: str | Path, images: Mapping[str, int], trainings: Mapping
     if not rows:
         raise FileNotFoundError(f"{quick_dir}: no sidecars; run the quick look (make estimate)")
     quick_images = _quick_images(rows)
-    by_process: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by_process.setdefault((r["stage"], r["command"]), []).append(r)
     processes = []
-    for group in by_process.values():
+    for group in _processes(rows):
         wall = process_seconds(group)
         timed, predicted = 0.0, 0.0
         for r in group:
@@ -210,29 +215,28 @@ def format_estimate(est: Mapping) -> str:
     return "\n".join(lines)
 
 
-def compare(est: Mapping, cost: Mapping) -> list[dict]:
+def compare(est: Mapping, rows: list[dict]) -> list[dict]:
     """The prediction beside what the run took, per stage and for the whole run.
 
     Args:
         est: :func:`predict`'s result.
-        cost: :func:`wsod.report.cost.collect` of the real run.
+        rows: :func:`read_rows` of the real run.
 
     Returns:
         ``[{"stage", "predicted_s", "actual_s", "ratio"}]`` (ratio = actual / predicted), the
-        stages in the prediction's order, then ``whole run`` (actual: the time the run's stages
-        covered, overlaps once) and, beside the same actual, the coarse ``make -j2`` figure.
+        stages in the prediction's order (actual: the sum of the stage's processes, each first
+        start to last end, as predicted), then ``whole run`` (actual: the run's first start to
+        its last end) and, beside the same actual, the coarse ``make -j2`` figure.
     """
-    by_stage: dict[str, list[Mapping]] = {}
-    for r in cost["rows"]:
-        by_stage.setdefault(r["stage"], []).append(r)
+    actual: dict[str, float] = {}
+    for group in _processes(rows):
+        stage = group[0]["stage"]
+        actual[stage] = actual.get(stage, 0.0) + process_seconds(group)
     predicted: dict[str, float] = {}
     for p in est["processes"]:
         predicted[p["stage"]] = predicted.get(p["stage"], 0.0) + p["predicted_s"]
-    out = []
-    for stage, seconds in predicted.items():
-        actual = merged_seconds(by_stage[stage]) if stage in by_stage else None
-        out.append(_compared(stage, seconds, actual))
-    wall = cost.get("merged_wall_time_s")
+    out = [_compared(stage, seconds, actual.get(stage)) for stage, seconds in predicted.items()]
+    wall = process_seconds(rows) if rows else None
     out.append(_compared("whole run", est["total_s"], wall))
     if est.get("two_jobs_s"):
         out.append(_compared("whole run, make -j2 (coarse)", est["two_jobs_s"], wall))
