@@ -108,6 +108,8 @@ def test_phases_startup_and_images_scale_separately(tmp_path):
     assert by_artifact["weak/val_dets.json"]["predicted_s"] == 5.0 + 20 * 0.25
     assert by_artifact["proposals/train.pkl"]["predicted_s"] == 6.0 * 40 / 4
     assert by_artifact["denoise/pseudo_train.json"]["predicted_s"] == 1.5  # start-up, as it was
+    # the synthetic stages all end in the same second: no time between them
+    assert got["between_s"] == 0.0
     assert got["total_s"] == pytest.approx(sum(p["predicted_s"] for p in got["processes"]))
 
 
