@@ -8,6 +8,7 @@
 #   make -j2 all ...            the same, independent stages at once (they share the cores)
 #   make all ... QUICK=1        a quick look: every stage on 24 images a split, 10 training steps
 #   make check ...              the run's mAP beside docs/results.md's headline, with the seed spread
+#   make estimate ...           how long `make all` will take on this machine (a quick look, minutes)
 # Every target below is the artifact a stage writes; prerequisites are the files it reads, the
 # stage config and the pipeline file, so `make` reruns only what changed and resumes after an
 # interruption. Recipes echo what they run.
@@ -108,7 +109,7 @@ EVAL := $(RUN)/eval
 REPORT := $(RUN)/report
 
 .PHONY: help setup browser test test-fast lint format bench demo all data proposals weak denoise strong fsd \
-        rescore evaluate report ablate voc07 clean clean-all rounds check FORCE
+        rescore evaluate report ablate voc07 clean clean-all rounds check estimate FORCE
 
 help:  ## list the targets
 	@echo "wsod — weakly supervised object detection. Usage: make <target> [VARIABLE=value ...]"
@@ -212,6 +213,24 @@ demo:  ## the whole pipeline on the embedded synthetic dataset (pipelines/demo.p
 	$(MAKE) -j$(DEMO_JOBS) all PIPELINE=pipelines/demo.py
 
 all: $(REPORT)/report.md  ## every stage of PIPELINE, in DAG order
+	@if [ -f $(ESTIMATE) ]; then $(PY) -m wsod.pipeline.estimate --compare $(RUN); fi
+
+# The run's time on this machine before committing hours to it (`make estimate`): the real
+# run's data splits (seconds), a quick look in its own folder ($(RUN)_estimate: QUICK=1, its own
+# proposal cache so that selective search is timed, not read back), then each stage's and the
+# whole run's wall time predicted from its measured steps (wsod/report/estimate.py). `make all`
+# prints the estimate when it starts and, at the end, the estimate beside what the run took.
+# `rm -rf $(RUN)_estimate` measures again (e.g. on another machine).
+ESTIMATE := $(RUN)/estimate.json
+estimate: $(DATA)/train.json $(DATA)/val.json  ## predict each stage's and the whole run's wall time here (a quick look)
+	$(MAKE) all QUICK=1 RUN=$(RUN)_estimate PROPOSAL_CACHE=
+	$(PY) -m wsod.pipeline.estimate $(PIPELINE) --quick-run $(RUN)_estimate --data $(DATA) \
+	    --out $(ESTIMATE)
+ifeq ($(filter all,$(MAKECMDGOALS))$(MAKE_RESTARTS),all)
+ifneq ($(wildcard $(RUN)/estimate.json),)
+$(shell $(PY) -m wsod.pipeline.estimate --show $(RUN) >&2)
+endif
+endif
 
 data: $(DATA)/train.json $(DATA)/val.json  ## weak-label splits (+ eval-only *_gt.json)
 $(DATA)/train.json $(DATA)/val.json $(DATA)/train_gt.json $(DATA)/val_gt.json &: $(STAMPS)/data.json

@@ -4,7 +4,9 @@ For each case it runs the real stage command a few iterations (``--max-iters N``
 in bf16, alternating the two ``--rounds`` times so that a load that drifts hits both alike,
 and prints seconds per training iteration from mmengine's log (first to last logged iteration:
 start-up left out), seconds per detected image (the test loop's logged ``time``) and the
-process's peak memory (``ru_maxrss`` of the child):
+process's peak memory (``ru_maxrss`` of the child). It first names the CPU (model, the flags that
+decide bf16's speed: AVX-512, VNNI, AVX512_BF16, AMX; cores) and what ``--precision auto``
+picks on it (:mod:`wsod.training.precision`):
 
 * ``strong``: the pipeline's strong config trained on the train split's real boxes (the
   reference's inputs; the cost per iteration does not depend on where the boxes come from),
@@ -39,6 +41,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_share import ITER  # noqa: E402
+
+from wsod.utils.cpu import describe  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_TIME = re.compile(r"Iter\(test\) \[\s*\d+/\d+\].*?\btime: ([0-9.]+)")
@@ -138,6 +142,14 @@ def report(name: str, results: dict[str, list[dict]]) -> None:
         print(f"  peak memory {p}: {max(r['mem'] for r in results[p]):.0f} MB")
 
 
+def auto_choice() -> str:
+    """What ``--precision auto`` picks here by the CPU's flags (a calibration is the stage's)."""
+    from wsod.training.precision import choose_precision
+
+    choice = choose_precision("auto")
+    return f"{choice.precision} ({choice.why})"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=Path("work_dirs/voc07_cpu/data"),
@@ -169,8 +181,9 @@ def main() -> None:
         if "weak" in args.cases:
             run(["proposals", "--split", str(args.val), "--out", str(args.val_props)],
                 root / "proposals.log")  # fmt: skip
-        print(f"{os.cpu_count()} CPUs, {args.iters} iterations per run, {args.rounds} rounds, "
+        print(f"CPU: {describe()}; {args.iters} iterations per run, {args.rounds} rounds, "
               f"{args.images} val images; medians over the rounds")  # fmt: skip
+        print(f"precision auto on this machine: {auto_choice()}")
         for name, case in (("strong", strong_case), ("weak", weak_case)):
             if name not in args.cases:
                 continue

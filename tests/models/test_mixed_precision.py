@@ -17,7 +17,7 @@ from wsod.models.mixed_precision import (
     to_fp32,
 )
 from wsod.models.roi_heads.cam_head import WSODCAMHead
-from wsod.training.config import resolve_precision, set_precision
+from wsod.training.precision import resolve_precision, set_precision
 
 WEAK = "configs/cam/cam_efficientnet-lite0_4k-affinity_voc07-train_voc07-val.py"
 

@@ -98,13 +98,18 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_precision_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--precision`` (:func:`wsod.training.set_precision`)."""
+    """Add ``--precision`` (:mod:`wsod.training.precision`: its values and default)."""
+    from wsod.training.precision import DEFAULT_PRECISION, PRECISIONS
+
     parser.add_argument(
         "--precision",
-        choices=("auto", "bf16", "fp32"),
+        choices=PRECISIONS,
         help="bf16 = autocast in training and detection (mmcv's NMS and RoIAlign stay fp32), "
-        "fp32 = none, auto = bf16 on a CPU that computes it natively (AVX-512 BF16 / AMX) "
-        "and no GPU, else fp32; part of the run's fingerprint [fp32]",
+        "fp32 = none, auto = whichever this CPU computes faster: bf16 where it has native bf16 "
+        "(AVX512_BF16 / AMX) and no GPU is in use, fp32 where it would emulate it (AVX-512 "
+        "without them), a short calibration where its flags cannot tell (cached in "
+        "$WSOD_CACHE/precision.json); the stage prints its choice and why; part of the run's "
+        f"fingerprint [{DEFAULT_PRECISION}]",
     )
 
 

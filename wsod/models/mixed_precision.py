@@ -18,8 +18,10 @@ serves fp16; bf16 keeps fp32's exponent range and needs no loss scaling. Three p
   (the CAM head's test-time scoring).
 
 What autocast does on a CPU: convolutions, linear layers and matrix products run in bf16
-(AVX-512 BF16 / AMX kernels through oneDNN), reductions and losses in fp32 (PyTorch's CPU
-autocast op lists). Measured in ``benchmarks/bench_precision.py``.
+(AVX512_BF16 / AMX kernels through oneDNN), reductions and losses in fp32 (PyTorch's CPU
+autocast op lists). On an AVX-512 CPU without AVX512_BF16 or AMX oneDNN emulates bf16, slower
+than fp32: which precision ``auto`` picks is :mod:`wsod.training.precision`. Measured in
+``benchmarks/bench_precision.py``.
 """
 
 from __future__ import annotations
@@ -39,19 +41,9 @@ from .hook_utils import bare_model, map_tensors
 __all__ = [
     "WSODAmpOptimWrapper",
     "WSODFp32IslandsHook",
-    "cpu_has_native_bf16",
     "fp32_method",
     "to_fp32",
 ]
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (oneDNN's check: AVX-512 BF16, AMX). Elsewhere
-    PyTorch emulates bf16 on the CPU, which is slower than fp32."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def to_fp32(value: Any) -> Any:

@@ -143,7 +143,7 @@ def run(
     data_root: str | os.PathLike | None = None,
     launcher: str = "none",
     train_split: str | os.PathLike | None = None,
-    precision: str = "fp32",
+    precision: str = tr.DEFAULT_PRECISION,
     init_backbone: str | os.PathLike | None = None,
     train_proposals: str | os.PathLike | None = None,
     allow_pickle: bool = False,

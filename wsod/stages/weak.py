@@ -132,7 +132,7 @@ def run(
     drop_unmatched: bool = False,
     min_coverage: float | None = None,
     launcher: str = "none",
-    precision: str = "fp32",
+    precision: str = tr.DEFAULT_PRECISION,
     affinity_start_iter: int | None = None,
 ) -> dict:
     """Train a weak detector and detect with it, or import foreign detections.

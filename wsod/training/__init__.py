@@ -39,7 +39,6 @@ the WSOD modules) and ``wsod.contracts`` / ``wsod.utils``.
 from wsod.training.config import (
     EVAL_KEYS,
     NEW_KEY_PREFIX,
-    PRECISIONS,
     TEST_KEYS,
     TRAIN_KEYS,
     ConfigKeyError,
@@ -49,7 +48,6 @@ from wsod.training.config import (
     prepare_config,
     set_max_iters,
     set_num_classes,
-    set_precision,
     set_runtime,
     without,
 )
@@ -78,15 +76,25 @@ from wsod.training.flow import (
     train_or_resume,
     trained_checkpoint,
 )
+from wsod.training.precision import (
+    DEFAULT_PRECISION,
+    PRECISIONS,
+    PrecisionChoice,
+    choose_precision,
+    resolve_precision,
+    set_precision,
+)
 
 __all__ = [
     "ConfigKeyError",
+    "DEFAULT_PRECISION",
     "EVAL_KEYS",
     "FINGERPRINT_VERSION",
     "Fingerprint",
     "LEGACY_VERSIONS",
     "NEW_KEY_PREFIX",
     "PRECISIONS",
+    "PrecisionChoice",
     "RUNTIME_KEYS",
     "TEST_KEYS",
     "TRAIN_KEYS",
@@ -96,6 +104,7 @@ __all__ = [
     "barrier",
     "broadcast",
     "checkpoint_iter",
+    "choose_precision",
     "detect",
     "detection_checkpoint",
     "detection_config",
@@ -105,6 +114,7 @@ __all__ = [
     "load_config",
     "merge_cfg_options",
     "prepare_config",
+    "resolve_precision",
     "resume_point",
     "run_fingerprint",
     "set_max_iters",

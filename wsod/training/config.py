@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wsod.training.dist import setup_dist
+from wsod.training.precision import DEFAULT_PRECISION, set_precision
 
 TRAIN_KEYS = ("train_dataloader", "train_cfg", "optim_wrapper", "param_scheduler")
 """Config keys of the training loop (None in a test-only config)."""
@@ -212,7 +213,7 @@ def prepare_config(
     num_classes: int | None,
     error: type[Exception],
     hint: str = "",
-    precision: str = "fp32",
+    precision: str = DEFAULT_PRECISION,
     init_backbone: str | os.PathLike | None = None,
 ):
     """Step 1 of the flow: :func:`load_config`, :func:`set_num_classes` (when known),
@@ -233,59 +234,6 @@ def prepare_config(
     return cfg
 
 
-PRECISIONS = ("auto", "bf16", "fp32")
-"""``--precision`` values: ``bf16`` = autocast in training and detection
-(:mod:`wsod.models.mixed_precision`), ``fp32`` = none, ``auto`` = bf16 where it is native (a CPU
-with AVX-512 BF16 or AMX, no GPU in use), else fp32."""
-
-
-def resolve_precision(precision: str) -> str:
-    """``auto`` -> ``bf16`` or ``fp32`` for this machine (see :data:`PRECISIONS`)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
-    if precision != "auto":
-        return precision
-    import torch
-
-    from wsod.models.mixed_precision import cpu_has_native_bf16
-
-    return "bf16" if not torch.cuda.is_available() and cpu_has_native_bf16() else "fp32"
-
-
-def set_precision(cfg: Any, precision: str, *, error: type[Exception] = ValueError) -> str:
-    """Switch a config to bf16 autocast (in place) or leave it fp32; returns the precision used.
-
-    bf16: the training loop's ``optim_wrapper`` becomes ``WSODAmpOptimWrapper`` (its optimizer,
-    clipping and parameter groups kept), the test loop gets mmengine's ``fp16=True`` (autocast:
-    bf16 on a CPU) and ``WSODFp32IslandsHook`` keeps mmcv's fp32-only ops (NMS, RoIAlign) in
-    fp32. The switch is part of the resolved config, hence of the run's fingerprint: a run
-    trained in another precision is not resumed. A config that already names another optimizer
-    wrapper (e.g. mmengine's ``AmpOptimWrapper`` for a GPU) is refused with bf16.
-    """
-    try:
-        resolved = resolve_precision(precision)
-    except ValueError as e:
-        raise error(f"{e} (--precision / the pipeline's precision)") from None
-    if resolved == "fp32":
-        return resolved
-    wrapper = cfg.get("optim_wrapper")
-    if wrapper is not None:
-        kind = wrapper.get("type", "OptimWrapper")
-        if kind not in ("OptimWrapper", "WSODAmpOptimWrapper"):
-            raise error(
-                f"precision bf16: the config's optim_wrapper is {kind!r}, which has its own "
-                "precision; give --precision fp32 to keep it"
-            )
-        wrapper["type"] = "WSODAmpOptimWrapper"
-        wrapper["dtype"] = "bfloat16"
-    if cfg.get("test_cfg") is not None:
-        cfg.test_cfg["fp16"] = True
-    hooks = list(cfg.get("custom_hooks") or [])
-    if not any(h.get("type") == "WSODFp32IslandsHook" for h in hooks):
-        cfg.custom_hooks = [*hooks, {"type": "WSODFp32IslandsHook"}]
-    return resolved
-
-
 def add_cpu_share_hook(cfg: Any) -> None:
     """Add ``WSODCPUShareHook`` to ``cfg.custom_hooks`` when ``$WSOD_JOBS_DIR`` is set (wsod
     jobs run at once share the cores, :mod:`wsod.utils.cpu_share`); changes ``cfg`` in place.
@@ -296,6 +244,17 @@ def add_cpu_share_hook(cfg: Any) -> None:
     if cpu_share.jobs_dir() is None or any(h.get("type") == "WSODCPUShareHook" for h in hooks):
         return
     cfg.custom_hooks = [*hooks, {"type": "WSODCPUShareHook"}]
+
+
+def add_step_timer_hook(cfg: Any) -> None:
+    """Add ``WSODStepTimerHook`` to ``cfg.custom_hooks`` (seconds per training iteration and
+    per detected image in the sidecars: :mod:`wsod.models.step_timer_hook`); changes ``cfg`` in
+    place. Called on the config a Runner is built from, after the run's fingerprint was taken."""
+    import wsod.models.step_timer_hook  # noqa: F401  (registers the hook)
+
+    hooks = list(cfg.get("custom_hooks") or [])
+    if not any(str(h.get("type")).endswith("WSODStepTimerHook") for h in hooks):
+        cfg.custom_hooks = [*hooks, {"type": "mmdet.WSODStepTimerHook"}]
 
 
 def add_rng_state_hook(cfg: Any) -> None:

@@ -23,6 +23,7 @@ from wsod.training.config import (
     TRAIN_KEYS,
     add_cpu_share_hook,
     add_rng_state_hook,
+    add_step_timer_hook,
     without,
 )
 from wsod.training.dist import barrier, broadcast, fit_to_device, is_main
@@ -109,12 +110,13 @@ def experiment_name(what: str) -> str:
 def _runner_config(cfg: Any, name: str | None) -> None:
     """The last touches of a config a Runner is built from: a unique experiment name (the
     visualizer named alike: mmengine shares instances by name), CPU sharing and the launcher's
-    device settings. After the fingerprint was taken."""
+    device settings, the step timer. After the fingerprint was taken."""
     if name is not None:
         cfg.experiment_name = experiment_name(name)
     if cfg.get("visualizer") and cfg.get("experiment_name"):
         cfg.visualizer.name = cfg.experiment_name
     add_cpu_share_hook(cfg)
+    add_step_timer_hook(cfg)
     fit_to_device(cfg)
 
 

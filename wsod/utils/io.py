@@ -3,7 +3,9 @@
 Every artifact is written to a temporary file in the same folder and renamed into place, so an
 interrupted stage never leaves a partial file that `make` would take as done. Beside it goes
 ``<file>.meta.json``: resolved config, command line, git commit, input file hashes, package
-versions, seed and wall time.
+versions, seed, wall time and the CPU it was measured on (``cpu``: :mod:`wsod.utils.cpu`), plus
+what the process noted for its provenance (:func:`note_in_provenance`, e.g. the precision a
+training stage chose).
 
 Invariant (:func:`write_artifact`): **an artifact never stands beside a missing or stale
 sidecar**, whatever instant the process is killed at (``kill -9`` included). Both files are
@@ -40,6 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from wsod.utils.cpu import as_record as cpu_record
 
 _PACKAGES = (
     "wsod",
@@ -203,6 +207,19 @@ def peak_rss_mb() -> dict[str, float]:
     }
 
 
+_NOTED: dict[str, Any] = {}
+
+
+def note_in_provenance(key: str, value: Any) -> None:
+    """Record ``key: value`` in every sidecar this process writes from now on (a decision the
+    stage took for the whole process, e.g. ``precision``; a later note of ``key`` replaces it,
+    ``None`` forgets it)."""
+    if value is None:
+        _NOTED.pop(key, None)
+    else:
+        _NOTED[key] = _jsonable(value)
+
+
 def build_meta(
     path: str | os.PathLike,
     *,
@@ -230,6 +247,8 @@ def build_meta(
         "wall_time_s": None if started is None else round(time.time() - started, 3),
         "peak_rss_mb": peak_rss_mb(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cpu": cpu_record(),
+        **_NOTED,
     }
     if extra:
         meta.update(_jsonable(extra))
