@@ -10,8 +10,7 @@ from wsod.pipeline.core import _flag, _near, _rounds, load_pipeline
 
 RANGES = {
     **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
-    "resize": (1, None),
-    **dict.fromkeys(("affinity_start_iter", "seed", "min_size"), (0, None)),
+    **dict.fromkeys(("affinity_start_iter", "seed", "min_size", "resize"), (0, None)),
     **dict.fromkeys(("iou_thr", "draw_thr", "min_coverage"), (0, 1)),
     "beyond": (0, None),
 }
