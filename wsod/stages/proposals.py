@@ -101,9 +101,8 @@ def run(
             ``'yx1'`` (1-based y1,x1,y2,x2; .mat default) or ``'xy'`` (.pkl/.npz default).
         allow_pickle: allow reading pickle files (runs code; only for trusted files).
         edge_model: structured-edge model for EdgeBoxes (else the Sobel fallback).
-        resize: the methods' working size: images whose longer side is above it are shrunk
-            to it (large ones decoded reduced) and the boxes mapped back to full pixels; 0 or
-            None: full resolution, whatever the image's size.
+        resize: working size (longer side) of the pixel methods, boxes mapped back to full
+            pixels (:data:`RESIZE`); 0 or None: full resolution, whatever the image's size.
         seed: seed for selective search's ranking.
         merge: shard files to combine into ``out`` instead of computing anything.
         data_root: override the split's ``info.data_root``.
@@ -139,9 +138,8 @@ def run(
     else:
         root = resolve_data_root(sp, split_path, data_root)
         cache = cache_dir if cache_dir is not None else f"{out}.cache"
-        keys = [im["file_name"] for im in todo]
         sizes = {im["file_name"]: (int(im["width"]), int(im["height"])) for im in todo}
-        props, stats = compute_split(keys, root, params, cache, workers, sizes)
+        props, stats = compute_split(list(sizes), root, params, cache, workers, sizes)
         summary.update(stats)
     config = dict(params, workers=workers, shard=shard, import_layout=import_layout)
     config["import_file"] = None if import_file is None else str(import_file)
