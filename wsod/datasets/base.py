@@ -114,7 +114,7 @@ def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
         with Image.open(path) as im:
             fmt = im.format
             size = im.size
-            turned = im.getexif().get(EXIF_ORIENTATION, 1) in _QUARTER_TURNS
+            turned = _orientation(im) in _QUARTER_TURNS
             im.verify()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise BadItem(path, f"image is corrupt or unreadable ({type(e).__name__}: {e})") from e
@@ -131,6 +131,15 @@ def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
         if not _reduced_of(shape, w, h) and _reduced_of(shape, h, w):  # OpenCV turned it
             w, h = h, w
     return int(w), int(h)
+
+
+def _orientation(im) -> int:
+    """The EXIF orientation of an open PIL image (1 when absent or unreadable: damaged EXIF
+    does not make the pixels unusable; the decoded shape settles the size then)."""
+    try:
+        return int(im.getexif().get(EXIF_ORIENTATION, 1))
+    except Exception:  # noqa: BLE001 - any EXIF parsing failure
+        return 1
 
 
 def _reduced_of(shape: tuple[int, int], w: int, h: int) -> bool:
