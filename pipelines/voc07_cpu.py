@@ -10,7 +10,8 @@ rounds = 0  # self-training rounds after the first strong detector (make ROUNDS=
 rescore_by_black_box = 'image'
 
 data = dict(source='data/VOCdevkit/VOC2007', format='voc', splits=['train', 'val'])
-# selective search (fast mode) on images resized to a max side of 500 px; 2 worker processes
+# selective search (fast mode) on images resized to a max side of 500 px (the stage's default
+# working size, `wsod proposals --help`); 2 worker processes
 proposals = dict(method='selective_search', mode='fast', max_boxes=2000, workers=2)
 # CAM black box on ImageNet EfficientNet-Lite0, 4,000 classifier steps, then 1,000 steps of its
 # learned affinity branch alone; detection walks the CAMs on the learned affinities and scores

@@ -26,10 +26,10 @@ import wsod.proposals.compute as compute
 _real = compute.compute_image
 
 
-def _slow(path, key, params):
+def _slow(path, key, params, size=None):
     Path(os.environ["WSOD_TEST_MARKS"], str(os.getpid())).touch()
     time.sleep(float(os.environ["WSOD_TEST_PAUSE"]))
-    return _real(path, key, params)
+    return _real(path, key, params, size)
 
 
 compute.compute_image = _slow

@@ -100,7 +100,7 @@ def test_resume_skips_cached_images_and_gives_identical_result(split4, tmp_path,
     monkeypatch.setattr(
         compute,
         "compute_image",
-        lambda path, key, params: calls.append(key) or real(path, key, params),
+        lambda path, key, params, size=None: calls.append(key) or real(path, key, params, size),
     )
     summary = stage.run(split4, out, resize=RESIZE)
     lost = {f.name.replace("__", "/").rsplit(".", 2)[0] for f in cached[:2]}  # name.digest.npz

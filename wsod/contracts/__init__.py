@@ -25,9 +25,17 @@ training boxes); this package exports them all (``contracts.load_split``, ...).
 
 A split's ``file_name`` is relative to ``info.data_root`` (for VOC: ``JPEGImages/000005.jpg``,
 which is also the key mmdet's ``load_proposals`` derives from an image path).
+
+Image sizes (:data:`IMAGE_SIZES`, ``info.image_sizes = 'displayed'``): width, height and every
+box of every artifact are those of the image as displayed, EXIF orientation applied, as
+OpenCV's ``imread`` and mmcv's ``LoadImageFromFile`` read its pixels (a phone photo stored
+4000x3000 with orientation 6 is 3000x4000 everywhere). The data stage records it,
+:func:`validate_split` refuses another rule, and the proposals stage checks the pixels of each
+image against its recorded size.
 """
 
 from .core import (  # noqa: F401
+    IMAGE_SIZES,
     ContractError,
     category_names,
     detections_by_image,

@@ -48,6 +48,13 @@ def is_ignored(ann: Mapping) -> bool:
 
 
 # --------------------------------------------------------------------------- split
+# The one size rule of the pipeline: an image's width and height, and every box on it, are those
+# of the image as displayed, with its EXIF orientation applied (a phone photo stored 4000x3000
+# with orientation 6 is 3000x4000), as OpenCV's ``imread`` and mmcv's loaders give its pixels.
+# A split records it as ``info.image_sizes``; splits written before the rule lack the key.
+IMAGE_SIZES = "displayed"
+
+
 def validate_categories(cats: Any, where: str) -> dict[int, str]:
     if not isinstance(cats, list) or not cats:
         fail(where, "'categories' must be a non-empty list of {id, name}")
@@ -67,6 +74,8 @@ def validate_split(split: Any, where: str = "split") -> dict:
     Required: ``images`` [{id, file_name, width, height, labels: [category ids]}],
     ``categories`` [{id, name}], ``info`` {data_root, split}. It must carry no boxes: training
     stages read this file, and weak supervision means they never see a ground-truth box.
+    ``info.image_sizes``, when present, must be :data:`IMAGE_SIZES` (width and height as
+    displayed; the proposals stage checks each image's pixels against them).
     """
     if not isinstance(split, Mapping):
         fail(where, "a split must be a json object")
@@ -82,6 +91,13 @@ def validate_split(split: Any, where: str = "split") -> dict:
     cats = validate_categories(split["categories"], where)
     if "data_root" not in split["info"]:
         fail(where, "info.data_root is missing")
+    sizes = split["info"].get("image_sizes", IMAGE_SIZES)
+    if sizes != IMAGE_SIZES:
+        fail(
+            where,
+            f"info.image_sizes is {sizes!r}: image sizes must be {IMAGE_SIZES!r} (EXIF "
+            "orientation applied, as every stage reads the pixels); rewrite it with `wsod data`",
+        )
     images = split["images"]
     if not isinstance(images, list) or not images:
         fail(where, "the split has no images")

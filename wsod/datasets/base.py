@@ -68,22 +68,40 @@ class BadItem(Exception):
         self.reason = reason
 
 
-def handle_bad(data: SplitData, item: Any, err: BadItem, skip_bad: bool) -> None:
-    """Raise a :class:`DatasetError` for a bad item, or record it as skipped."""
+def handle_bad(
+    data: SplitData, item: Any, err: BadItem, skip_bad: bool, where: str | None = None
+) -> None:
+    """Raise a :class:`DatasetError` for a bad item, or record it as skipped.
+
+    ``where`` (``list.csv:7``) is the line of a list file that names the item: the message
+    starts with it, and a skipped record keeps it as ``line``.
+    """
     if not skip_bad:
         raise DatasetError(
-            f"{err.file}: {err.reason} (split '{data.name}'); fix or remove it, or {SKIP_HINT}"
+            f"{f'{where}: ' if where else ''}{err.file}: {err.reason} (split '{data.name}'); "
+            f"fix or remove it, or {SKIP_HINT}"
         ) from None
-    data.skipped.append({"item": str(item), "file": err.file, "reason": err.reason})
+    rec = {"item": str(item), "file": err.file, "reason": err.reason}
+    data.skipped.append({**rec, "line": where} if where else rec)
+
+
+# EXIF orientations (tag 0x0112) that turn the stored image a quarter turn for display
+_QUARTER_TURNS = (5, 6, 7, 8)
+EXIF_ORIENTATION = 0x0112
 
 
 def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
-    """Readability check of an image file; returns ``(width, height)``.
+    """Readability check of an image file; returns its ``(width, height)`` as displayed.
+
+    As displayed: with the EXIF orientation applied (a phone photo stored 4000x3000 with
+    orientation 6 is 3000x4000), as OpenCV's ``imread`` and mmcv's loaders give its pixels to
+    every later stage (the data contract's ``image_sizes``, see :mod:`wsod.contracts`).
 
     Reads the header (PIL ``open`` + ``verify``), checks that a JPEG still ends with its
     end-of-image marker (catches truncated downloads), then decodes the pixels once
     (:func:`decode_check`, unless ``decode=False``): data corrupted in the middle of a file
-    whose header and end are intact only shows there, as a decoder warning.
+    whose header and end are intact only shows there, as a decoder warning. The decoded shape
+    must agree with the size (the orientation as OpenCV applied it).
 
     Raises:
         BadItem: the file is missing, unreadable, not an image, truncated or corrupt.
@@ -96,6 +114,7 @@ def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
         with Image.open(path) as im:
             fmt = im.format
             size = im.size
+            turned = _orientation(im) in _QUARTER_TURNS
             im.verify()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
         raise BadItem(path, f"image is corrupt or unreadable ({type(e).__name__}: {e})") from e
@@ -106,9 +125,27 @@ def image_size(path: Path, decode: bool = True) -> tuple[int, int]:
                 raise BadItem(path, "JPEG is truncated (no end-of-image marker)")
     if size[0] <= 0 or size[1] <= 0:
         raise BadItem(path, f"image has an empty size {size}")
+    w, h = (size[1], size[0]) if turned else size
     if decode:
-        decode_check(path)
-    return int(size[0]), int(size[1])
+        shape = decode_check(path)
+        if not _reduced_of(shape, w, h) and _reduced_of(shape, h, w):  # OpenCV turned it
+            w, h = h, w
+    return int(w), int(h)
+
+
+def _orientation(im) -> int:
+    """The EXIF orientation of an open PIL image (1 when absent or unreadable: damaged EXIF
+    does not make the pixels unusable; the decoded shape settles the size then)."""
+    try:
+        return int(im.getexif().get(EXIF_ORIENTATION, 1))
+    except Exception:  # noqa: BLE001 - any EXIF parsing failure
+        return 1
+
+
+def _reduced_of(shape: tuple[int, int], w: int, h: int) -> bool:
+    """Whether ``shape`` (rows, cols) is an image ``w`` x ``h`` decoded at an eighth
+    (:data:`DECODE_FLAGS`; rounded up or down by the decoder)."""
+    return abs(shape[0] - h / 8) < 1 and abs(shape[1] - w / 8) < 1
 
 
 # libpng's colour-profile notes describe metadata, not pixels: not a sign of a corrupt image
@@ -136,8 +173,12 @@ def _captured_fd2():
             text.append(tmp.read().decode(errors="replace"))
 
 
-def decode_check(path: Path) -> None:
-    """Decode ``path`` once with OpenCV (the decoder the later stages read images with).
+def decode_check(path: Path) -> tuple[int, int]:
+    """Decode ``path`` once with OpenCV (the decoder the later stages read images with), at an
+    eighth of its size (:data:`DECODE_FLAGS`; EXIF orientation applied, as later stages do).
+
+    Returns:
+        The decoded ``(rows, cols)``.
 
     Raises:
         BadItem: the image cannot be decoded, or the decoder warns while decoding it (e.g.
@@ -155,6 +196,7 @@ def decode_check(path: Path) -> None:
         raise BadItem(path, "image is corrupt or unreadable (OpenCV cannot decode it)")
     if warned:
         raise BadItem(path, f"image data is corrupt (the decoder warns: {'; '.join(warned)})")
+    return int(img.shape[0]), int(img.shape[1])
 
 
 def image_id_of(stem: str, fallback: int) -> int:

@@ -144,6 +144,14 @@ def load_coco_split(
             names = _coco_labels(im, anns, src_cats, cat_of, path, classes)
             out_anns = _coco_boxes(im, anns, src_cats, cat_of, path)
             width, height = image_size(root / im["file_name"])
+            given = (int(im.get("width") or width), int(im.get("height") or height))
+            if given != (width, height):
+                raise BadItem(
+                    path,
+                    f"image {im['file_name']}: the json gives {given[0]}x{given[1]} but the "
+                    f"image is {width}x{height} as displayed (EXIF orientation applied, as "
+                    "every stage reads it); fix or drop its width and height",
+                )
         except BadItem as e:
             handle_bad(data, item, e, skip_bad)
             continue
@@ -152,8 +160,8 @@ def load_coco_split(
             {
                 "id": im["id"],
                 "file_name": Path(im["file_name"]).as_posix(),
-                "width": int(im.get("width") or width),
-                "height": int(im.get("height") or height),
+                "width": width,
+                "height": height,
                 "labels": sorted({cat_of[n] for n in names}),
             }
         )

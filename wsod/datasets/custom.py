@@ -7,8 +7,10 @@ COCO). The output split is named after the file's stem (``train.csv`` -> ``train
 ``train_gt.json``). For COCO, ``source`` may also be a single json file: it is then the only
 split, named by the one ``--splits`` entry given, else by the file's stem.
 
-CSV (``format='csv'``): ``source`` is the image folder (the data root). One row per image:
-``file,label1;label2`` where ``file`` is relative to ``source`` and the labels are class names
+CSV (``format='csv'``): ``source`` is the image folder (the data root). Read as spreadsheets
+save CSVs: UTF-8 with or without a byte-order mark (Excel's "CSV UTF-8"), CRLF or LF, and ``;``
+between the two cells instead of ``,`` where every row reads so (``file;label1,label2``, a
+spreadsheet set to a decimal comma). One row per image: ``file,label1;label2`` where ``file`` is relative to ``source`` and the labels are class names
 separated by ``;``. The label column is required: an image with no object of any class is
 written ``file,`` (an empty label cell); a row without the comma is an error, so a lost label
 column is never read as "no labels". A header row whose first cell is
@@ -28,16 +30,19 @@ some images only (those listed in the json, or with an XML file), ``info.boxed_i
 their ids and evaluation scores those images only.
 
 Image ids are ``int(stem)`` when every file stem is numeric and unique, else 1..N in list order
-(COCO keeps its own ids). Width and height come from the image header (COCO: from the json when
-given, after the image is checked).
+(COCO keeps its own ids). Width and height are the image's as displayed, EXIF orientation applied
+(the size rule of :mod:`wsod.contracts`), read from its header; a COCO json that gives another
+size is an error.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
 import os
+import re
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -72,37 +77,79 @@ def resolve_split_file(source: Path, split: str, ext: str) -> Path:
 
 
 # ----------------------------------------------------------------------------- CSV
+def _csv_text(path: Path) -> str:
+    """The CSV's text as spreadsheets save it: UTF-8 with or without a byte-order mark (Excel's
+    "CSV UTF-8" starts with one), any line ending (``newline=''`` keeps quoted cells intact)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise DatasetError(
+            f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the sheet as "
+            "'CSV UTF-8' (Excel) or 'Text CSV' with the UTF-8 character set"
+        ) from None
+
+
+def _parse(path: Path, text: str, delimiter: str) -> tuple[list[tuple[int, list[str]]], str | None]:
+    """``([(line number, cells)], first error or None)`` of ``text`` read with ``delimiter``;
+    blank rows and a header row are left out."""
+    rows: list[tuple[int, list[str]]] = []
+    error = None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    first = True
+    start = 1
+    for row in reader:
+        n, start = start, reader.line_num + 1  # the row's first line (a quoted cell may span)
+        if not row or not any(c.strip() for c in row):
+            continue
+        if first and row[0].strip().lower() in _HEADER_NAMES:
+            first = False
+            continue
+        first = False
+        if error is None and len(row) > 2:
+            error = (
+                f"{path}:{n}: expected 'file{delimiter}label1;label2' (2 columns), got "
+                f"{len(row)}; quote the label cell or use ';' between labels"
+            )
+        elif error is None and len(row) < 2:
+            error = (
+                f"{path}:{n}: row {row[0].strip()!r} has no label column; write "
+                "'file,label1;label2', or 'file,' for an image with no object of any class"
+            )
+        rows.append((n, row))
+    return rows, error
+
+
 def read_label_rows(path: Path) -> list[tuple[int, str, list[str]]]:
     """Rows ``(line number, file, [class names])`` of a label CSV; see the module docstring.
 
+    Read as spreadsheets write CSVs: UTF-8 with or without a byte-order mark, CRLF or LF line
+    ends, and cells separated by ``,`` or, when every row reads as two cells with ``;`` and not
+    with ``,`` (a spreadsheet set to a decimal comma), by ``;``; the labels of a ``;``-separated
+    row are then separated by ``,`` or ``;`` inside a quoted cell (``a.jpg;"cat,dog"``).
+
     Raises:
-        DatasetError: a row without the label column or with more than two columns, or no rows.
+        DatasetError: not UTF-8, a row without the label column or with more than two columns
+            (naming the file and line), or no rows.
     """
-    rows: list[tuple[int, str, list[str]]] = []
-    with open(path, newline="") as f:
-        for n, row in enumerate(csv.reader(f), 1):
-            if not row or not any(c.strip() for c in row):
-                continue
-            if n == 1 and row[0].strip().lower() in _HEADER_NAMES:
-                continue
-            if len(row) > 2:
-                raise DatasetError(
-                    f"{path}:{n}: expected 'file,label1;label2' (2 columns), got "
-                    f"{len(row)}; quote the label cell or use ';' between labels"
-                )
-            if len(row) < 2:
-                raise DatasetError(
-                    f"{path}:{n}: row {row[0].strip()!r} has no label column; write "
-                    "'file,label1;label2', or 'file,' for an image with no object of any class"
-                )
-            names = [s.strip() for s in row[1].split(";") if s.strip()]
-            rows.append((n, row[0].strip(), sorted(set(names))))
-    if not rows:
+    text = _csv_text(path)
+    rows, error = _parse(path, text, ",")
+    sep = "[;]"
+    if error is not None:
+        semi, semi_error = _parse(path, text, ";")
+        if semi_error is not None:
+            raise DatasetError(error)
+        rows, sep = semi, "[;,]"
+    out = []
+    for n, (file, labels) in rows:
+        names = [s.strip() for s in re.split(sep, labels) if s.strip()]
+        out.append((n, file.strip(), sorted(set(names))))
+    if not out:
         raise DatasetError(
             f"{path}: the split CSV is empty; add rows 'file,label1;label2' or "
             "drop this split from --splits"
         )
-    return rows
+    return out
 
 
 def read_label_csv(path: Path) -> list[tuple[str, list[str]]]:
@@ -298,7 +345,7 @@ def load_csv_split(
     """Read one CSV split (see the module docstring). ``classes`` fixes the category ids."""
     root = Path(source).resolve()
     path = resolve_split_file(root, split, ".csv")
-    rows = read_label_csv(path)
+    rows = read_label_rows(path)
     if limit is not None:
         rows = rows[: int(limit)]
     data = SplitData(
@@ -313,25 +360,22 @@ def load_csv_split(
     if box_src is not None and box_src.by_file is not None:
         data.inputs.append(str(box_src.path))
     cat_of = {c: i + 1 for i, c in enumerate(classes)}
-    ids = assign_ids([Path(f).stem for f, _ in rows])
+    ids = assign_ids([Path(f).stem for _, f, _ in rows])
     if len(set(ids)) != len(ids):  # pragma: no cover - assign_ids guarantees uniqueness
         raise DatasetError(f"{path}: duplicate image ids")
     seen_files: set[str] = set()
     boxed: list[int] = []
-    for (fname, names), img_id in zip(rows, ids, strict=True):
+    for (line, fname, names), img_id in zip(rows, ids, strict=True):
         try:
             if fname in seen_files:
-                raise BadItem(path, f"image {fname} is listed twice")
+                raise BadItem(fname, "image is listed twice")
             unknown = [c for c in names if c not in cat_of]
             if unknown:
-                raise BadItem(
-                    path,
-                    f"image {fname}: unknown class names {unknown} (known: {', '.join(classes)})",
-                )
+                raise BadItem(fname, f"unknown class names {unknown} (known: {', '.join(classes)})")
             width, height = image_size(root / fname)
             anns = box_src.boxes_for(fname) if box_src is not None else []
         except BadItem as e:
-            handle_bad(data, fname, e, skip_bad)
+            handle_bad(data, fname, e, skip_bad, where=f"{path}:{line}")
             continue
         seen_files.add(fname)
         data.images.append(

@@ -11,8 +11,7 @@ from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_val
 # ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
 RANGES = {
     **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
-    "resize": (1, None),
-    **dict.fromkeys(("affinity_start_iter", "seed", "min_size"), (0, None)),
+    **dict.fromkeys(("affinity_start_iter", "seed", "min_size", "resize"), (0, None)),
     **dict.fromkeys(("iou_thr", "draw_thr", "min_coverage"), (0, 1)),
     "beyond": (0, None),
 }

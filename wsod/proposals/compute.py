@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -41,6 +42,7 @@ def compute_image(
     path: str | os.PathLike,
     key: str,
     params: Mapping[str, Any],
+    size: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Proposals of one image, post-processed.
 
@@ -49,14 +51,17 @@ def compute_image(
         key: the image's split ``file_name`` (seeds selective search's ranking).
         params: ``method``, ``mode``, ``max_boxes``, ``min_size``, ``edge_model``, ``resize``,
             ``seed`` (as for :func:`wsod.stages.proposals.run`).
+        size: the image's ``(width, height)`` as the split records it: the pixels are checked
+            against it, and a large image is decoded reduced towards ``resize``
+            (:func:`wsod.proposals.image.read_working_image`); None: read at full size.
 
     Returns:
-        ``(bboxes (N,4) float32 x1y1x2y2, scores (N,) float32)``, scores descending.
+        ``(bboxes (N,4) float32 x1y1x2y2 in the image's full pixels, scores (N,) float32)``,
+        scores descending.
     """
-    from wsod.proposals.image import read_image
+    from wsod.proposals.image import read_working_image
 
-    img = read_image(path)
-    h, w = img.shape[:2]
+    img, (fx, fy) = read_working_image(path, size, params["resize"])
     if params["method"] == "selective_search":
         from wsod.proposals.selective_search import image_seed, selective_search
 
@@ -72,6 +77,10 @@ def compute_image(
         )
     else:
         raise ValueError(f"unknown proposal method {params['method']!r}; choose {PIXEL_METHODS}")
+    if (fx, fy) != (1.0, 1.0):  # decoded reduced: back to the image's full pixels
+        boxes = (boxes * np.array([fx, fy, fx, fy], np.float32)).astype(np.float32)
+    h, w = img.shape[:2]
+    w, h = size if size is not None else (w, h)
     return postprocess(
         boxes, scores, w, h, min_size=params["min_size"], max_boxes=params["max_boxes"]
     )
@@ -132,28 +141,51 @@ def _init_worker(params: Mapping, cache_root: str, parent_pid: int | None = None
     _WORKER["cache"] = ProposalCache(cache_root, params)
 
 
-def _work(task: tuple[str, str, str]) -> tuple[str, int, float]:
-    key, path, digest = task
+def _work(task: tuple) -> tuple[str, int, float]:
+    key, path, digest, size = task
     t0 = time.time()
     try:
-        boxes, scores = compute_image(path, key, _WORKER["params"])
+        boxes, scores = compute_image(path, key, _WORKER["params"], size)
     except Exception as e:
         raise RuntimeError(f"{path}: proposals failed: {e}") from e
     _WORKER["cache"].put(key, digest, boxes, scores)
     return key, len(boxes), time.time() - t0
 
 
-def _compute_serial(tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, bar):
+# seconds on one image from which the stage says so (selective search at its default working
+# size takes a second or two an image on one core)
+SLOW_IMAGE_SECONDS = 30.0
+# a longer side from which an image read at full size (resize off) makes selective search slow
+LARGE_SIDE = 2000
+
+
+def _note_time(task: tuple, secs: float, params: Mapping) -> None:
+    """Warn about an image that took :data:`SLOW_IMAGE_SECONDS` or more, naming it and the fix."""
+    if secs < SLOW_IMAGE_SECONDS:
+        return
+    key, _, _, size = task
+    dims = f"{size[0]}x{size[1]}, " if size else ""
+    work = f"working size {params['resize']} px" if params["resize"] else "resize off"
+    warnings.warn(
+        f"{key}: proposals took {secs:.0f} s on this image ({dims}{work}); a smaller "
+        "proposals.resize (--resize) bounds the time per image",
+        stacklevel=2,
+    )
+
+
+def _compute_serial(tasks: list[tuple], params: Mapping, cache: ProposalCache, bar):
     _init_worker(params, str(cache.dir.parent))
     total = 0.0
     for t in tasks:
-        total += _work(t)[2]
+        secs = _work(t)[2]
+        _note_time(t, secs, params)
+        total += secs
         bar.update(1)
     return total
 
 
 def _compute_pool(
-    tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, workers: int, bar
+    tasks: list[tuple], params: Mapping, cache: ProposalCache, workers: int, bar
 ) -> float:
     import multiprocessing as mp
 
@@ -165,11 +197,13 @@ def _compute_pool(
         initargs=(dict(params), str(cache.dir.parent), os.getpid()),
     )
     try:
-        pending = {ex.submit(_work, t) for t in tasks}
+        pending = {ex.submit(_work, t): t for t in tasks}
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION, timeout=5)
+            done, _ = wait(pending, return_when=FIRST_EXCEPTION, timeout=5)
             for f in done:
-                total += f.result()[2]  # re-raises a worker's error (naming the image)
+                secs = f.result()[2]  # re-raises a worker's error (naming the image)
+                _note_time(pending.pop(f), secs, params)
+                total += secs
                 bar.update(1)
     except BrokenProcessPool as e:
         raise WorkerDiedError(
@@ -182,11 +216,10 @@ def _compute_pool(
     return total
 
 
-def compute_all(
-    tasks: list[tuple[str, str, str]], params: Mapping, cache: ProposalCache, workers: int
-) -> float:
-    """Compute and cache ``tasks`` (``(key, image path, image digest)``); return the summed
-    compute seconds.
+def compute_all(tasks: list[tuple], params: Mapping, cache: ProposalCache, workers: int) -> float:
+    """Compute and cache ``tasks`` (``(key, image path, image digest, (width, height) or
+    None)``); return the summed compute seconds. An image taking :data:`SLOW_IMAGE_SECONDS` or
+    more is named in a warning.
 
     Raises:
         WorkerDiedError: a worker process died (the message says how to resume).
@@ -210,6 +243,7 @@ def compute_split(
     params: Mapping,
     cache_dir: str | os.PathLike,
     workers: int = 1,
+    sizes: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[dict[str, dict[str, np.ndarray]], dict]:
     """Proposals of the images ``root / key`` for ``keys``, computing only uncached ones.
 
@@ -222,6 +256,8 @@ def compute_split(
             root can serve several runs and datasets).
         workers: processes (``spawn``; a script calling this with ``workers > 1`` needs the
             ``if __name__ == '__main__':`` guard).
+        sizes: ``{key: (width, height)}`` as the split records them (checked against the
+            pixels; large images are decoded reduced); None: read every image at full size.
 
     Returns:
         ``(proposals in keys order, stats)``; stats: ``computed``, ``cached``,
@@ -233,7 +269,18 @@ def compute_split(
     cache = ProposalCache(cache_dir, params)
     cache.prepare()
     digests = {k: image_digest(root / k) for k in keys}
-    tasks = [(k, str(root / k), digests[k]) for k in keys if not cache.has(k, digests[k])]
+    sizes = sizes or {}
+    tasks = [
+        (k, str(root / k), digests[k], sizes.get(k)) for k in keys if not cache.has(k, digests[k])
+    ]
+    large = [k for k in keys if max(sizes.get(k, (0, 0))) > LARGE_SIDE]
+    if large and not params.get("resize") and params["method"] in PIXEL_METHODS:
+        warnings.warn(
+            f"{len(large)} images have a side over {LARGE_SIDE} px (e.g. {large[0]}) and "
+            "proposals.resize is off: selective search may take minutes on each; set a working "
+            "size (resize=500)",
+            stacklevel=2,
+        )
     with cpu_share.slot():  # PyTorch stages run at once (make -j2) leave it the cores
         secs = compute_all(tasks, params, cache, max(1, int(workers))) if tasks else 0.0
     props = {k: cache.get(k, digests[k]) for k in keys}

@@ -233,6 +233,33 @@ def draw_panels(
     return draw_row([(image, t, layers) for t, layers in panels], path, class_names, title)
 
 
+# longest side (px) an image is drawn at: twice a panel's ~300 px, so a 12 MP photo costs what a
+# VOC image does (matplotlib resamples every pixel it is given: seconds a panel at 12 MP)
+DRAW_SIDE = 640
+
+
+def shrink_for_drawing(
+    image: np.ndarray, layers: Sequence[Mapping], side: int = DRAW_SIDE
+) -> tuple[np.ndarray, list[Mapping]]:
+    """``image`` shrunk to at most ``side`` px on its longer side, and ``layers`` with their
+    boxes scaled to match (unchanged when the image is small enough)."""
+    h, w = image.shape[:2]
+    if max(h, w) <= side:
+        return image, list(layers)
+    import cv2
+
+    f = side / max(h, w)
+    small = cv2.resize(
+        image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA
+    )
+    fx, fy = small.shape[1] / w, small.shape[0] / h
+    scaled = [
+        {**la, "bboxes": np.asarray(la["bboxes"], float).reshape(-1, 4) * [fx, fy, fx, fy]}
+        for la in layers
+    ]
+    return small, scaled
+
+
 def draw_row(
     items: Sequence[tuple[np.ndarray, str, Sequence[Mapping]]],
     path: str | os.PathLike,
@@ -242,7 +269,8 @@ def draw_row(
     """Panels side by side, each ``(image (H,W,3) RGB uint8, title, [layer, ...])`` (layers as in
     :func:`draw_panels`): captions stay whole inside the image and off each other
     (:func:`label_anchors`); a panel with nothing to draw says so inside it
-    (:func:`empty_note`)."""
+    (:func:`empty_note`). Images are drawn at most :data:`DRAW_SIDE` px on their longer side
+    (:func:`shrink_for_drawing`)."""
     return _save(row_figure(items, class_names, title), path, dpi=110)
 
 
@@ -252,6 +280,11 @@ def row_figure(
     title: str | None = None,
 ):
     """The figure :func:`draw_row` saves (matplotlib ``Figure``; the caller closes it)."""
+    shrunk = []
+    for image, ptitle, layers in items:
+        small, scaled = shrink_for_drawing(image, layers)
+        shrunk.append((small, ptitle, scaled))
+    items = shrunk
     # inches per pixel: panels ~2.8 in, ~300 px at 110 dpi: three side by side fit the report's
     # page at full size (box captions stay readable) and the html stays small
     scales = [2.8 / max(im.shape[:2]) for im, _, _ in items]

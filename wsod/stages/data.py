@@ -11,7 +11,8 @@ Outputs, per split, in ``out_dir`` (each atomic, with a ``.meta.json`` sidecar):
     ``<split>.json``: the weak-label split (``wsod.contracts.validate_split``): ``images`` [{id,
     file_name (relative to ``info.data_root``), width, height, labels (sorted category ids)}],
     ``categories`` (ids 1..K in class order), ``info`` {data_root, split, format, num_images,
-    num_skipped}. **No boxes**: this is the only dataset file the training side reads.
+    num_skipped, image_sizes}. Width and height are the image's as displayed (EXIF orientation
+    applied: ``image_sizes`` = ``'displayed'``, the rule of :mod:`wsod.contracts`). **No boxes**: this is the only dataset file the training side reads.
     ``<split>_gt.json``: eval-only COCO instances (``annotations`` with ``bbox`` xywh 0-based,
     ``area``, ``iscrowd`` 0, ``difficult`` 0/1; ``info.has_boxes`` false for tags-only data,
     ``info.boxed_images`` the ids of the images with boxes when ``--boxes`` covers only some).
@@ -126,6 +127,7 @@ def build_split_files(data: SplitData) -> tuple[dict, dict]:
         "format": data.format,
         "num_images": len(data.images),
         "num_skipped": len(data.skipped),
+        "image_sizes": contracts.IMAGE_SIZES,
     }
     split = {"info": info, "images": data.images, "categories": categories}
     anns = []

@@ -16,7 +16,10 @@ Methods: ``selective_search`` (OpenCV, ``mode`` fast|quality, rank scores), ``ed
 (OpenCV; structured edges with ``edge_model``, else a weaker Sobel edge map), ``import`` (a
 .mat/.pkl/.npz file, see :mod:`wsod.proposals.importers`), ``whole_image`` (one box = the
 image, from the split's sizes without reading a pixel: for a CAM black box's image-level class
-scores, see ``scoring=dict(type='image')`` in :mod:`wsod.models.roi_heads.cam_scoring`). All go through
+scores, see ``scoring=dict(type='image')`` in :mod:`wsod.models.roi_heads.cam_scoring`). The
+pixel methods work on the image shrunk to a longer side of ``resize`` (:data:`RESIZE` px by
+default; a large image is decoded reduced), so a 12 MP photo costs what a VOC image does; an
+image taking half a minute or more is named in a warning. All go through
 :func:`wsod.proposals.postprocess.postprocess` (clip, ``min_size``, de-duplicate,
 ``max_boxes``).
 
@@ -55,6 +58,11 @@ from wsod.proposals.store import load_proposals, save_proposals
 __all__ = ["METHODS", "compute_image", "load_proposals", "merge_shards", "run"]
 
 METHODS = ("selective_search", "edge_boxes", "import", "whole_image")
+# The default working size of selective search and EdgeBoxes (longer side, px): the size of a
+# PASCAL VOC image (at most 500 px, so VOC's boxes are those of full resolution), where fast
+# selective search takes a second or two an image on one core; a 12 MP phone photo at full
+# resolution takes many minutes. Boxes are mapped back to the image's full pixels.
+RESIZE = 500
 
 
 def run(
@@ -72,7 +80,7 @@ def run(
     import_layout: str | None = None,
     allow_pickle: bool = False,
     edge_model: str | os.PathLike | None = None,
-    resize: int | None = None,
+    resize: int | None = RESIZE,
     seed: int = 0,
     merge: Sequence[str | os.PathLike] | None = None,
     data_root: str | os.PathLike | None = None,
@@ -93,7 +101,8 @@ def run(
             ``'yx1'`` (1-based y1,x1,y2,x2; .mat default) or ``'xy'`` (.pkl/.npz default).
         allow_pickle: allow reading pickle files (runs code; only for trusted files).
         edge_model: structured-edge model for EdgeBoxes (else the Sobel fallback).
-        resize: run detectors on images shrunk to this longer side (boxes mapped back).
+        resize: working size (longer side) of the pixel methods, boxes mapped back to full
+            pixels (:data:`RESIZE`); 0 or None: full resolution, whatever the image's size.
         seed: seed for selective search's ranking.
         merge: shard files to combine into ``out`` instead of computing anything.
         data_root: override the split's ``info.data_root``.
@@ -114,7 +123,7 @@ def run(
         raise ValueError(f"unknown --method {method!r}; choose one of {METHODS}")
     edge = None if edge_model is None else str(edge_model)
     params = dict(method=method, mode=mode, max_boxes=max_boxes, min_size=min_size)
-    params.update(resize=resize, seed=seed, edge_model=edge)
+    params.update(resize=int(resize) if resize else None, seed=seed, edge_model=edge)
     sh = parse_shard(shard)
     todo = take_shard(sp["images"], sh)
     summary: dict[str, Any] = {"out": str(out), "npz": str(out.with_suffix(".npz"))}
@@ -129,7 +138,8 @@ def run(
     else:
         root = resolve_data_root(sp, split_path, data_root)
         cache = cache_dir if cache_dir is not None else f"{out}.cache"
-        props, stats = compute_split([im["file_name"] for im in todo], root, params, cache, workers)
+        sizes = {im["file_name"]: (int(im["width"]), int(im["height"])) for im in todo}
+        props, stats = compute_split(list(sizes), root, params, cache, workers, sizes)
         summary.update(stats)
     config = dict(params, workers=workers, shard=shard, import_layout=import_layout)
     config["import_file"] = None if import_file is None else str(import_file)
