@@ -160,9 +160,10 @@ def test_one_iteration_and_prediction_on_real_proposals(car):
     b = pred.pred_instances.bboxes.numpy()
     assert 0 < len(b) <= 100 and b[:, 2].max() <= 500 + 1e-3 and b[:, 3].max() <= 333 + 1e-3
     # the detections come from the proposals: with only the first one, every box is that
-    # proposal, moved a little by the barely trained regression on a random trunk (original
-    # pixels; Lite0's random features move it further than MobileNetV2's did: IoU ~0.90-0.99)
+    # proposal, moved by the barely trained regression on a random trunk (original pixels;
+    # Lite0's random features move it further than MobileNetV2's did: IoU ~0.6-0.99, depending
+    # on which box selective search ranks first); boxes from anywhere else would rarely reach 0.5
     with torch.no_grad():
         (one,) = model.test_step(_batch(_dataset(cfg, car, test=True, num_max=1)))
     iou = box_iou(one.pred_instances.bboxes.numpy(), props[:1])
-    assert len(iou) > 0 and iou.min() > 0.8, iou.ravel()
+    assert len(iou) > 0 and iou.min() > 0.5, iou.ravel()
