@@ -3,6 +3,7 @@ each format (with exact mismatch reports), and the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import re
@@ -412,7 +413,8 @@ def test_min_coverage_option_reaches_the_import_and_typos_are_refused(monkeypatc
     with pytest.raises(TypeError, match="min_coverag"):  # the library refuses a typo too
         stage.import_detections("r.json", "s.json", min_coverag=0.5)
     calls = []
-    monkeypatch.setattr(stage, "import_detections", lambda *a, **k: calls.append(k) or {})
+    fake = functools.wraps(stage.import_detections)(lambda *a, **k: calls.append(k) or {})
+    monkeypatch.setattr(stage, "import_detections", fake)  # its signature: the real one's
     base = ["weak", "--import", "r.json", "--split", "s.json", "--out", "o.json"]
     assert main([*base, "--min-coverage", "0.5"]) == 0
     assert calls[0]["min_coverage"] == 0.5
@@ -461,7 +463,8 @@ def test_cli_reaches_run(monkeypatch, capsys):
         "options": stage.WeakOptions(cfg_options={"train_cfg.max_iters": 5}, seed=3, resume=False),
     }
     calls.clear()
-    monkeypatch.setattr(stage, "import_detections", lambda *a, **k: calls.append((a, k)) or {})
+    fake = functools.wraps(stage.import_detections)(lambda *a, **k: calls.append((a, k)) or {})
+    monkeypatch.setattr(stage, "import_detections", fake)  # its signature: the real one's
     rc = main(
         [
             "weak",
