@@ -16,12 +16,9 @@ config), ``weak_model.json`` (checkpoint, iterations, classes), and per inferenc
 results json (weak detections contract, category id = class index + 1) with its
 ``.meta.json``, written atomically by the ``WSODDumpCocoResults`` test evaluator.
 
-Import mode (:func:`import_detections`, ``wsod weak --import``): validate another detector's
-detections (COCO results json, VOC ``comp4_det_*`` txt files, PCL ``detections.pkl``; see
-``wsod.detections.importers``) against ``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``). An import that
-detects less than ``min_coverage`` of the split's labelled (image, class) pairs (default 0.9,
-``--min-coverage``; 0 accepts any) is refused, naming the classes and counting the images
-without a detection; smaller gaps are printed.
+Import mode (:func:`import_detections`, ``wsod weak --import``): another detector's detections
+(COCO results json, VOC ``comp4_det_*`` txt, PCL ``detections.pkl``) checked against a split,
+refused below ``min_coverage`` of its labelled (image, class) pairs, written as above.
 
 Invariants: training reads only the split (image labels) and proposals, never a ground-truth
 box file; ``resume=True`` continues from the work dir's last checkpoint when it belongs to the
@@ -216,6 +213,19 @@ def _set_phase_start(cfg, start_iter: int, config) -> None:
         raise WeakStageError(str(e)) from None
 
 
+def check_schedule(cfg, config, affinity_start_iter: int | None = None) -> None:
+    """The weak stage's schedule rule on a config with its ``max_iters`` applied (checked by
+    the stage before training and by the pipeline check): ``affinity_start_iter`` (if given)
+    starts a two-phase black box's affinity phase; a schedule that ends before that phase while
+    detection walks on the branch is refused (:class:`WeakStageError`, naming the fix)."""
+    from wsod.models.affinity_phase_hook import schedule_error
+
+    if affinity_start_iter is not None:
+        _set_phase_start(cfg, affinity_start_iter, config)
+    if (why := schedule_error(cfg)) is not None:
+        raise WeakStageError(f"{config}: {why}")
+
+
 def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[str] | None]:
     """The training split, the inference splits and their (common) classes."""
     train = contracts.load_split(train_split) if train_split is not None else None
@@ -247,10 +257,7 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, opts: WeakOptions) 
     _set_dataset(ds_cfg, train_split, train, train_proposals, pickle_ok)
     if opts.max_iters is not None:
         tr.set_max_iters(cfg, opts.max_iters, error=WeakStageError)
-    from wsod.models.affinity_phase_hook import schedule_error
-
-    if (why := schedule_error(cfg)) is not None:
-        raise WeakStageError(f"{config}: {why}")
+    check_schedule(cfg, config)
     seed_file = cfg.train_dataloader.dataset.get("seed_file")
     if seed_file and not Path(seed_file).is_file():
         raise WeakStageError(
@@ -276,12 +283,9 @@ def _fingerprint(cfg, job: tr.TrainJob) -> tr.Fingerprint:
 
 
 def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[tuple]:
-    if infer is None:
-        infer = (
-            []
-            if train_split is None or train_proposals is None
-            else [(train_split, train_proposals, work_dir / "train_dets.json")]
-        )
+    if infer is None:  # default: the training split, when it has proposals
+        default = [(train_split, train_proposals, work_dir / "train_dets.json")]
+        infer = [] if train_split is None or train_proposals is None else default
     triples = []
     for item in infer:
         parts = list(item)
