@@ -207,8 +207,13 @@ def run(
     for (split_path, split_props, out), split in zip(infer_triples, infer_splits, strict=True):
         where = (split_path, split, out, train_file, (split_props, opts.allow_pickle))
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
+    return _summary(trained, job, ann_path, outputs, extra)
+
+
+def _summary(trained: tr.Trained, job: tr.TrainJob, ann_path: Path, outputs, extra) -> dict:
+    """What :func:`run` returns."""
     summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
-    summary.update(work_dir=str(work_dir), supervision=meta["extra"]["supervision"])
+    summary.update(work_dir=str(job.work_dir), supervision=job.record["supervision"])
     summary.update(iterations=trained.iterations, resumed_from=trained.resumed_from)
     summary.update(outputs=outputs, train_annotations=str(ann_path))
     return {**summary, "extra_inputs": str(extra.path) if extra else None}
@@ -225,17 +230,10 @@ def _extra_inputs(cfg, training: TrainingSet) -> tuple[StrongInputs | None, Extr
 
 def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]) -> dict:
     """Provenance of every strong artifact (``write_json_artifact``'s keywords)."""
-    return {
-        "stage": "strong",
-        "seed": seed,
-        "started": started,
-        "extra": {
-            "supervision": FULLY_SUPERVISED if fully else PSEUDO,
-            "fully_supervised": fully,
-            "data_root": str(root),
-            "classes": classes,
-        },
-    }
+    supervision = FULLY_SUPERVISED if fully else PSEUDO
+    extra = {"supervision": supervision, "fully_supervised": fully, "data_root": str(root)}
+    extra["classes"] = classes
+    return {"stage": "strong", "seed": seed, "started": started, "extra": extra}
 
 
 def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) -> None:
