@@ -2,10 +2,11 @@
 ``execute(args)``, which unpacks the arguments into ``wsod.stages.<stage>.run``.
 
 Options default to ``None`` so that ``--pipeline`` can fill them; the real defaults are the
-keyword defaults of ``run`` (a training stage's: the fields of its options dataclass,
-:class:`wsod.training.TrainOptions`, which its ``--help`` prints). An option's name is declared once, in ``add_arguments``:
-:func:`run_kwargs` passes every option given to ``run`` under its dest, and the pipeline file's
-stage keys are checked against the same dests (:func:`stage_options`).
+keyword defaults of ``run`` (a training stage's: the fields of its options dataclass, a
+:class:`wsod.training.TrainOptions`, whose defaults its ``--help`` prints). An option's name is
+declared once, in ``add_arguments``: :func:`run_kwargs` passes every option given to ``run``
+under its dest (a training stage's options as one object, :func:`training_kwargs`), and the
+pipeline file's stage keys are checked against the same dests (:func:`stage_options`).
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
 :func:`add_config_options`, :func:`add_launcher_option`, :func:`add_precision_option`,
