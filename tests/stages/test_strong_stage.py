@@ -299,11 +299,13 @@ def test_cli_reaches_run(monkeypatch, capsys):
     )
     assert rc == 0
     assert seen["infer"] == [("val.json", None, "out.json"), ("train.json", None, None)]
-    assert seen["cfg_options"] == {
-        "optim_wrapper.optimizer.lr": 0.001,
-        "train_dataloader.batch_size": 1,
-    }
-    assert seen["max_iters"] == 5 and seen["seed"] == 3 and seen["resume"] is False
+    # the options given, in one object; the others at its defaults
+    assert seen["options"] == stage.StrongOptions(
+        cfg_options={"optim_wrapper.optimizer.lr": 0.001, "train_dataloader.batch_size": 1},
+        max_iters=5,
+        seed=3,
+        resume=False,
+    )
     assert "fully_supervised_gt" not in seen
     assert json.loads(capsys.readouterr().out) == {"outputs": []}
 

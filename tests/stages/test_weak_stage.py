@@ -3,6 +3,7 @@ each format (with exact mismatch reports), and the CLI."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import re
@@ -249,7 +250,7 @@ def _two_images(split):
 
 def test_import_coco_results(voc_inputs, tmp_path):
     from wsod.detections.importers import DetectionImportError
-    from wsod.stages.weak import run
+    from wsod.stages.weak import import_detections
 
     split_path, _, split = voc_inputs
     a, b = _two_images(split)
@@ -269,12 +270,10 @@ def test_import_coco_results(voc_inputs, tmp_path):
     src = tmp_path / "dets.json"
     src.write_text(json.dumps(good + bad))
     with pytest.raises(DetectionImportError) as e:
-        run(None, None, import_file=src, split=split_path, out=tmp_path / "out.json")
+        import_detections(src, split_path, out=tmp_path / "out.json")
     msg = str(e.value)
     assert "999999" in msg and "'77'" in msg and "--drop-unmatched" in msg
-    res = run(
-        None, tmp_path, import_file=src, split=split_path, drop_unmatched=True, min_coverage=0
-    )
+    res = import_detections(src, split_path, work_dir=tmp_path, drop_unmatched=True, min_coverage=0)
     out = tmp_path / "train_dets.json"
     dets = contracts.load_detections(out, split)
     assert [(d["image_id"], d["category_id"]) for d in dets] == [(a["id"], 15), (b["id"], 12)]
@@ -286,7 +285,7 @@ def test_import_coco_results(voc_inputs, tmp_path):
 
 def test_import_voc_txt(voc_inputs, tmp_path):
     from wsod.detections.importers import DetectionImportError
-    from wsod.stages.weak import run
+    from wsod.stages.weak import import_detections
 
     split_path, _, split = voc_inputs
     a, b = _two_images(split)
@@ -297,9 +296,7 @@ def test_import_voc_txt(voc_inputs, tmp_path):
         f"{sa} 0.9 1 1 100 50\n{sb} 0.3 11.5 21 40 60\n"
     )
     (folder / "comp4_det_train_diningtable.txt").write_text(f"{sa} 0.2 5 5 10 10\n")
-    res = run(
-        None, None, import_file=folder, split=split_path, out=tmp_path / "voc.json", min_coverage=0
-    )
+    res = import_detections(folder, split_path, out=tmp_path / "voc.json", min_coverage=0)
     assert res["report"]["format"] == "voc_txt" and res["report"]["num_kept"] == 3
     dets = contracts.load_detections(tmp_path / "voc.json", split)
     first = next(d for d in dets if d["score"] == 0.9)
@@ -310,11 +307,9 @@ def test_import_voc_txt(voc_inputs, tmp_path):
     (folder / "comp4_det_train_unicorn.txt").write_text(f"{sa} 0.5 1 1 2 2\n")
     (folder / "comp4_det_train_cat.txt").write_text("424242 0.5 1 1 2 2\nnot a line\n")
     with pytest.raises(DetectionImportError) as e:
-        run(
-            None,
-            None,
-            import_file=str(folder / "comp4_det_*.txt"),
-            split=split_path,
+        import_detections(
+            str(folder / "comp4_det_*.txt"),
+            split_path,
             out=tmp_path / "x.json",
         )
     msg = str(e.value)
@@ -323,7 +318,7 @@ def test_import_voc_txt(voc_inputs, tmp_path):
 
 def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
     from wsod.detections.importers import DetectionImportError
-    from wsod.stages.weak import run
+    from wsod.stages.weak import import_detections
 
     split_path, _, split = voc_inputs
     n = len(split["images"])
@@ -332,12 +327,10 @@ def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
     src = tmp_path / "detections.pkl"
     src.write_bytes(pickle.dumps({"all_boxes": all_boxes}))
     with pytest.raises(DetectionImportError, match="--allow-pickle"):
-        run(None, None, import_file=src, split=split_path, out=tmp_path / "p.json")
-    run(
-        None,
-        None,
-        import_file=src,
-        split=split_path,
+        import_detections(src, split_path, out=tmp_path / "p.json")
+    import_detections(
+        src,
+        split_path,
         out=tmp_path / "p.json",
         allow_pickle=True,
         min_coverage=0,
@@ -355,11 +348,9 @@ def test_import_pcl_pkl(voc_inputs, tmp_path, recwarn):
     all_boxes[1] = all_boxes[1][:-1]  # one image short
     src.write_bytes(pickle.dumps({"all_boxes": all_boxes}))
     with pytest.raises(DetectionImportError, match="images per class"):
-        run(
-            None,
-            None,
-            import_file=src,
-            split=split_path,
+        import_detections(
+            src,
+            split_path,
             out=tmp_path / "p.json",
             allow_pickle=True,
         )
@@ -377,7 +368,7 @@ def test_import_of_a_few_class_files_is_refused_below_the_coverage(voc_inputs, t
     """Probe: 3 of the 20 class files. Before, the import succeeded silently; now it is refused
     below --min-coverage, naming the classes without detections and counting the images."""
     from wsod.detections.importers import MIN_COVERAGE, DetectionImportError
-    from wsod.stages.weak import run
+    from wsod.stages.weak import import_detections
 
     split_path, _, split = voc_inputs
     names = contracts.category_names(split)
@@ -385,17 +376,15 @@ def test_import_of_a_few_class_files_is_refused_below_the_coverage(voc_inputs, t
     some = labelled[:1] + [n for n in names if n not in labelled][:2]  # 3 files, 1 labelled
     _voc_txt_files(tmp_path / "three", split, some)
     with pytest.raises(DetectionImportError) as e:
-        run(None, None, import_file=tmp_path / "three", split=split_path, out=tmp_path / "o.json")
+        import_detections(tmp_path / "three", split_path, out=tmp_path / "o.json")
     msg = str(e.value)
     assert f"--min-coverage {MIN_COVERAGE:g}" in msg and "17 classes without any detection" in msg
     assert all(f"'{n}'" in msg for n in names if n not in some)
     assert not (tmp_path / "o.json").exists()
     # the user lowers the threshold: imported, the gaps printed and kept in the report
-    res = run(
-        None,
-        None,
-        import_file=tmp_path / "three",
-        split=split_path,
+    res = import_detections(
+        tmp_path / "three",
+        split_path,
         out=tmp_path / "o.json",
         min_coverage=0.0,
     )
@@ -405,29 +394,27 @@ def test_import_of_a_few_class_files_is_refused_below_the_coverage(voc_inputs, t
     assert "17 classes without any detection" in capsys.readouterr().err
     # every class file: full coverage, nothing printed
     _voc_txt_files(tmp_path / "all", split, names)
-    res = run(None, None, import_file=tmp_path / "all", split=split_path, out=tmp_path / "a.json")
+    res = import_detections(tmp_path / "all", split_path, out=tmp_path / "a.json")
     assert res["report"]["coverage"] == 1.0 and res["report"]["classes_without_detections"] == []
     assert capsys.readouterr().err == ""
     with pytest.raises(DetectionImportError, match="want a share"):
-        run(
-            None,
-            None,
-            import_file=tmp_path / "all",
-            split=split_path,
+        import_detections(
+            tmp_path / "all",
+            split_path,
             out=tmp_path / "a.json",
             min_coverage=90,
         )
 
 
-def test_min_coverage_option_reaches_run_and_typos_are_refused(monkeypatch, capsys):
+def test_min_coverage_option_reaches_the_import_and_typos_are_refused(monkeypatch, capsys):
     import wsod.stages.weak as stage
     from wsod.cli import main
 
-    real_run = stage.run
     with pytest.raises(TypeError, match="min_coverag"):  # the library refuses a typo too
-        real_run(None, None, import_file="r.json", split="s.json", min_coverag=0.5)
+        stage.import_detections("r.json", "s.json", min_coverag=0.5)
     calls = []
-    monkeypatch.setattr(stage, "run", lambda *a, **k: calls.append(k) or {})
+    fake = functools.wraps(stage.import_detections)(lambda *a, **k: calls.append(k) or {})
+    monkeypatch.setattr(stage, "import_detections", fake)  # its signature: the real one's
     base = ["weak", "--import", "r.json", "--split", "s.json", "--out", "o.json"]
     assert main([*base, "--min-coverage", "0.5"]) == 0
     assert calls[0]["min_coverage"] == 0.5
@@ -472,11 +459,12 @@ def test_cli_reaches_run(monkeypatch, capsys):
         "train_split": "s.json",
         "train_proposals": "p.pkl",
         "infer": [("v.json", "vp.pkl", "o.json"), ("t.json", "tp.pkl", None)],
-        "cfg_options": {"train_cfg.max_iters": 5},
-        "seed": 3,
-        "resume": False,
+        # the options given, in one object; the others at its defaults
+        "options": stage.WeakOptions(cfg_options={"train_cfg.max_iters": 5}, seed=3, resume=False),
     }
     calls.clear()
+    fake = functools.wraps(stage.import_detections)(lambda *a, **k: calls.append((a, k)) or {})
+    monkeypatch.setattr(stage, "import_detections", fake)  # its signature: the real one's
     rc = main(
         [
             "weak",

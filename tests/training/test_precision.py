@@ -163,11 +163,14 @@ def test_the_values_and_the_default_are_declared_once():
     import inspect
 
     from wsod.stages import strong, weak
-    from wsod.training import prepare_config
+    from wsod.training import TrainOptions, prepare_config
 
     for stage in ("weak", "strong"):
         action = stage_actions(stage)["precision"]
         assert tuple(action.choices) == P.PRECISIONS
         assert f"[{P.DEFAULT_PRECISION}]" in action.help
+    # the stages' one source of defaults: their options dataclasses, no precision of their own
+    for options in (TrainOptions(), weak.WeakOptions(), strong.StrongOptions()):
+        assert options.precision == P.DEFAULT_PRECISION
     for fn in (weak.run, strong.run, prepare_config):
-        assert inspect.signature(fn).parameters["precision"].default == P.DEFAULT_PRECISION
+        assert "precision" not in inspect.signature(fn).parameters

@@ -2,9 +2,11 @@
 ``execute(args)``, which unpacks the arguments into ``wsod.stages.<stage>.run``.
 
 Options default to ``None`` so that ``--pipeline`` can fill them; the real defaults are the
-keyword defaults of ``run``. An option's name is declared once, in ``add_arguments``:
-:func:`run_kwargs` passes every option given to ``run`` under its dest, and the pipeline file's
-stage keys are checked against the same dests (:func:`stage_options`).
+keyword defaults of ``run`` (a training stage's: the fields of its options dataclass, a
+:class:`wsod.training.TrainOptions`, whose defaults its ``--help`` prints). An option's name is
+declared once, in ``add_arguments``: :func:`run_kwargs` passes every option given to ``run``
+under its dest (a training stage's options as one object, :func:`training_kwargs`), and the
+pipeline file's stage keys are checked against the same dests (:func:`stage_options`).
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
 :func:`add_config_options`, :func:`add_launcher_option`, :func:`add_precision_option`,
@@ -83,23 +85,30 @@ def add_config_options(parser: argparse.ArgumentParser, cfg_example: str) -> Non
         help=f"override config keys, mmdet style (e.g. {cfg_example}); a key the resolved "
         "config does not have is refused (typos), write +KEY=VALUE to add a new one",
     )
-    parser.add_argument("--seed", type=int, help="random seed [0]")
+    from wsod.training.options import TrainOptions
+
+    parser.add_argument("--seed", type=int, help=f"random seed [{TrainOptions.seed}]")
     parser.add_argument("--max-iters", type=int, help="override the schedule's iterations")
 
 
 def add_launcher_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--launcher`` (mmengine's launchers; see :mod:`wsod.training.dist`)."""
+    from wsod.training.options import TrainOptions
+
     parser.add_argument(
         "--launcher",
         choices=("none", "pytorch", "slurm", "mpi"),
         help="mmengine launcher: 'pytorch' under `torchrun --nproc_per_node=N -m wsod ...` "
-        "(CPU: gloo, GPU: nccl), 'slurm' under `srun ... python -m wsod ...` (GPUs) [none]",
+        "(CPU: gloo, GPU: nccl), 'slurm' under `srun ... python -m wsod ...` (GPUs) "
+        f"[{TrainOptions.launcher}]",
     )
 
 
 def add_precision_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--precision`` (:mod:`wsod.training.precision`: its values and default)."""
-    from wsod.training.precision import DEFAULT_PRECISION, PRECISIONS
+    """Add ``--precision`` (:mod:`wsod.training.precision`: its values; the default is
+    :class:`~wsod.training.TrainOptions`', ``DEFAULT_PRECISION``)."""
+    from wsod.training.options import TrainOptions
+    from wsod.training.precision import PRECISIONS
 
     parser.add_argument(
         "--precision",
@@ -109,7 +118,7 @@ def add_precision_option(parser: argparse.ArgumentParser) -> None:
         "(AVX512_BF16 / AMX) and no GPU is in use, fp32 where it would emulate it (AVX-512 "
         "without them), a short calibration where its flags cannot tell (cached in "
         "$WSOD_CACHE/precision.json); the stage prints its choice and why; part of the run's "
-        f"fingerprint [{DEFAULT_PRECISION}]",
+        f"fingerprint [{TrainOptions.precision}]",
     )
 
 
@@ -151,12 +160,16 @@ def training_kwargs(
     add_arguments: Callable[[argparse.ArgumentParser], None],
     passed: Collection[str],
     parse_infer: Callable[[list], list],
+    options_class: type,
 ) -> dict:
-    """:func:`run_kwargs` with ``infer`` parsed by ``parse_infer`` and ``cfg_options`` by
-    :func:`parse_cfg_options` (when given)."""
+    """:func:`run_kwargs` with ``infer`` parsed by ``parse_infer``, ``cfg_options`` by
+    :func:`parse_cfg_options` (when given), and the stage's options (the fields of
+    ``options_class``, a :class:`~wsod.training.TrainOptions`) as one ``options`` object, the
+    options not given left at its defaults."""
     kwargs = run_kwargs(args, add_arguments, passed)
     if "infer" in kwargs:
         kwargs["infer"] = parse_infer(kwargs["infer"])
     if "cfg_options" in kwargs:
         kwargs["cfg_options"] = parse_cfg_options(kwargs["cfg_options"])
-    return kwargs
+    values = {n: kwargs.pop(n) for n in options_class.names() if n in kwargs}
+    return {**kwargs, "options": options_class(**values)}

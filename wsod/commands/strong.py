@@ -134,14 +134,14 @@ def parse_infer(items) -> list[tuple[str, str | None, str | None]]:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wsod.stages.strong import run
+    from wsod.stages.strong import StrongOptions, run
 
     if not args.config or not args.work_dir:
         raise ValueError("--config and --work-dir are required (or give them in --pipeline)")
     if not args.pseudo_labels and not args.fully_supervised_gt:
         raise ValueError("give --pseudo-labels (or --fully-supervised-gt for the reference)")
     passed = ("config", "pseudo_labels", "work_dir")
-    kwargs = training_kwargs(args, add_arguments, passed, parse_infer)
+    kwargs = training_kwargs(args, add_arguments, passed, parse_infer, StrongOptions)
     summary = run(args.config, args.pseudo_labels, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

@@ -12,6 +12,7 @@ from wsod.commands import (
     add_precision_option,
     add_resume_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
+    run_kwargs,
     training_kwargs,
 )
 
@@ -164,16 +165,26 @@ def parse_infer(items) -> list[tuple[str, str, str | None]]:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from wsod.stages.weak import run
+    import inspect
 
-    if not args.import_file and (not args.config or not args.work_dir):
+    from wsod.stages import weak
+
+    if args.import_file:  # import mode: the options of weak.import_detections
+        names = inspect.signature(weak.import_detections).parameters
+        given = run_kwargs(args, add_arguments)
+        summary = weak.import_detections(**{n: v for n, v in given.items() if n in names})
+        print(json.dumps(summary, default=str))
+        return 0
+    if not args.config or not args.work_dir:
         raise ValueError("--config and --work-dir are required (or --import FILE --split S)")
-    passed = ("config", "work_dir", "no_infer")  # no_infer: handled here
-    kwargs = training_kwargs(args, add_arguments, passed, parse_infer)
+    import_only = set(inspect.signature(weak.import_detections).parameters)
+    import_only -= {"work_dir", *weak.WeakOptions.names()}
+    passed = ("config", "work_dir", "no_infer", *import_only)  # no_infer: handled here
+    kwargs = training_kwargs(args, add_arguments, passed, parse_infer, weak.WeakOptions)
     if getattr(args, "no_infer", False):
         if kwargs.get("infer"):
             raise ValueError("--no-infer and --infer contradict each other; give one")
         kwargs["infer"] = []
-    summary = run(args.config, args.work_dir, **kwargs)
+    summary = weak.run(args.config, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

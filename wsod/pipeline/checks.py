@@ -178,21 +178,14 @@ def check_config(
         merge_cfg_options(cfg, parse_cfg_options(section.get("cfg_options")), config)
         if section.get("max_iters") is not None:
             set_max_iters(cfg, section["max_iters"])
-        if stage == "weak":
-            _check_phase(cfg, config, section)
+        if stage == "weak":  # the weak stage's own rule (the affinity phase's schedule)
+            from wsod.stages.weak import check_schedule
+
+            check_schedule(cfg, config, section.get("affinity_start_iter"))
     except (ConfigKeyError, ValueError) as e:
         raise ValueError(f"{path}: {stage}: {e}") from None
     check_config_types(cfg, where)
     return cfg
-
-
-def _check_phase(cfg, config: str, section: dict) -> None:
-    from wsod.models.affinity_phase_hook import schedule_error, set_phase_start
-
-    if section.get("affinity_start_iter") is not None:
-        set_phase_start(cfg, section["affinity_start_iter"], config)
-    if (why := schedule_error(cfg)) is not None:
-        raise ValueError(why)
 
 
 def _check_strategies(pipeline: dict, path) -> None:

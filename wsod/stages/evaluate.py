@@ -153,6 +153,20 @@ def _train_diagnostics(
     return train
 
 
+def _add_train_diagnostics(
+    result: dict, train: tuple, iou_thr: float, pr_points: int, skipped: list[str]
+) -> list[Path]:
+    """``result["train"]`` (:func:`_train_diagnostics`, unless no train image has boxes) for
+    ``train = (train gt, {name: train detections}, pseudo labels or None)``; returns the files
+    it read."""
+    train_gt, tdet_paths, pseudo_labels = train
+    pl_path = None if pseudo_labels is None else Path(pseudo_labels)
+    entry = _train_diagnostics(train_gt, tdet_paths, pl_path, iou_thr, pr_points, skipped)
+    if entry is not None:
+        result["train"] = entry
+    return [train_gt, *tdet_paths.values(), *([pl_path] if pl_path else [])]
+
+
 def _box_scores(
     gt: Mapping, gt_path: Path, result: dict, skipped: list
 ) -> tuple[Mapping, list[int] | None] | None:
@@ -267,11 +281,8 @@ def run(
         result["ratios"] = vs_weak
     inputs = [gt_path, *det_paths.values(), *splits.values()]
     if train_gt is not None:
-        pl_path = None if pseudo_labels is None else Path(pseudo_labels)
-        train = _train_diagnostics(Path(train_gt), tdet_paths, pl_path, iou_thr, pr_points, skipped)
-        if train is not None:
-            result["train"] = train
-        inputs += [Path(train_gt), *tdet_paths.values(), *([pl_path] if pl_path else [])]
+        train = (Path(train_gt), tdet_paths, pseudo_labels)
+        inputs += _add_train_diagnostics(result, train, iou_thr, pr_points, skipped)
     if splits:
         result["tags"] = _tag_figures(loaded, splits, split, fires, det_paths, score_thr)
     result["skipped"] = skipped
@@ -279,7 +290,6 @@ def run(
     config = dict(gt=gt_path, detections=det_paths, train_gt=train_gt)
     config.update(train_detections=tdet_paths, pseudo_labels=pseudo_labels, split_name=split)
     config.update(iou_thr=iou_thr, pr_points=pr_points, label_splits=splits, score_thr=score_thr)
-    write_json_artifact(
-        out, result, indent=1, stage="evaluate", inputs=inputs, started=started, config=config
-    )
+    kw = {"indent": 1, "stage": "evaluate", "inputs": inputs, "started": started}
+    write_json_artifact(out, result, config=config, **kw)
     return result

@@ -54,6 +54,7 @@ other ranks read them; detection runs sharded on every rank (:mod:`wsod.training
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -75,7 +76,7 @@ from wsod.training import proposal_inputs as props
 from wsod.training.extra_inputs import ExtraInputs, StrongInputs, TrainingSet, build_strong_inputs
 from wsod.utils.io import write_json_artifact
 
-__all__ = ["StrongStageError", "build_train_annotations", "run"]
+__all__ = ["StrongOptions", "StrongStageError", "build_train_annotations", "run"]
 
 PSEUDO = "pseudo labels"
 FULLY_SUPERVISED = "ground-truth boxes (fully supervised reference, an upper bound)"
@@ -119,34 +120,33 @@ def _ensure_finite_loss_hook(cfg) -> None:
 
 
 def _set_max_iters(cfg, max_iters: int) -> None:
-    tr.set_max_iters(
-        cfg,
-        max_iters,
-        error=StrongStageError,
-        hint="use --cfg-options train_cfg.max_epochs=N instead",
-    )
+    hint = "use --cfg-options train_cfg.max_epochs=N instead"
+    tr.set_max_iters(cfg, max_iters, error=StrongStageError, hint=hint)
     cfg.train_cfg.val_interval = int(max_iters)
 
 
 # --------------------------------------------------------------------------- stage
+@dataclasses.dataclass(frozen=True)
+class StrongOptions(tr.TrainOptions):
+    """The strong stage's options: the training flow's (:class:`wsod.training.TrainOptions`)
+    and ``init_backbone``, a black box's ``weak_model.json`` whose trained trunk starts the
+    backbone instead of ImageNet (:mod:`wsod.training.init_backbone`; None: the config's)."""
+
+    init_backbone: str | os.PathLike | None = None
+
+
 def run(
     config: str | os.PathLike,
     pseudo_labels: str | os.PathLike | None,
     work_dir: str | os.PathLike,
     *,
     infer: Sequence[tuple] | None = None,
-    cfg_options: Mapping | None = None,
-    resume: bool = True,
-    seed: int = 0,
-    max_iters: int | None = None,
     fully_supervised_gt: str | os.PathLike | None = None,
     data_root: str | os.PathLike | None = None,
-    launcher: str = "none",
     train_split: str | os.PathLike | None = None,
-    precision: str = tr.DEFAULT_PRECISION,
-    init_backbone: str | os.PathLike | None = None,
     train_proposals: str | os.PathLike | None = None,
-    allow_pickle: bool = False,
+    options: StrongOptions | None = None,
+    **values: Any,
 ) -> dict:
     """Train ``config`` on pseudo labels (or real boxes) with mmengine's Runner, then infer.
 
@@ -157,15 +157,16 @@ def run(
         work_dir: checkpoints, logs, resolved config and default outputs.
         infer: ``(split_json, [proposals or None,] out_json or None)`` (proposals: for a config
             that reads them; None out: ``<work_dir>/[fsd_]<split stem>_dets.json``).
-        cfg_options, resume, seed, max_iters, launcher, precision, init_backbone: the training
-            flow's options (:func:`wsod.training.prepare_config`, ``wsod strong --help``).
         fully_supervised_gt: the training images' real boxes instead of pseudo labels (the
             fully supervised reference; an upper bound, never a weakly supervised result).
         data_root: where images are; default from the training file (see module docstring).
         train_split: a weak-label split of the training images, for a ``strong_inputs``
             plug-in that needs image labels (e.g. ``projects/soft_teacher``).
-        train_proposals, allow_pickle: the training images' proposals, only for a config with
-            ``reads_proposals = True`` (``projects/fast_rcnn/configs/``); ``--allow-pickle``.
+        train_proposals: the training images' proposals, only for a config with
+            ``reads_proposals = True`` (``projects/fast_rcnn/configs/``).
+        options: the stage's options (:class:`StrongOptions`; default: its defaults).
+        values: :class:`StrongOptions` fields by name, replacing those of ``options``
+            (``run(..., seed=1, max_iters=50)``).
 
     Returns:
         ``{"checkpoint", "config", "work_dir", "supervision", "iterations", "resumed_from",
@@ -177,6 +178,7 @@ def run(
         wsod.models.strong.NonFiniteLossError: the loss became NaN/inf.
     """
     started = time.time()
+    opts = StrongOptions.of(options, values)
     if (pseudo_labels is None) == (fully_supervised_gt is None):
         raise StrongStageError(
             "give exactly one of pseudo_labels (--pseudo-labels) and "
@@ -187,25 +189,31 @@ def run(
     work_dir = Path(work_dir).resolve()
     train_ann, classes, root = _as_stage_error(read_training_boxes, train_file, fully, data_root)
     infer_triples, infer_splits = _infer_splits(infer, work_dir, prefix, classes, train_file)
-    runtime = dict(work_dir=work_dir, seed=seed, launcher=launcher, precision=precision)
-    runtime["init_backbone"] = init_backbone
-    cfg = tr.prepare_config(config, cfg_options, num_classes=len(classes), **runtime, **_ERRORS)
-    _wire_proposals(cfg, config, (train_proposals, train_file, allow_pickle), infer_triples)
-    meta = _meta(seed, started, fully, root, classes)
+    backbone = opts.init_backbone
+    cfg = tr.prepare_config(
+        config, opts, work_dir=work_dir, num_classes=len(classes), init_backbone=backbone, **_ERRORS
+    )
+    _wire_proposals(cfg, config, (train_proposals, train_file, opts.allow_pickle), infer_triples)
+    meta = _meta(opts.seed, started, fully, root, classes)
     ann_path = work_dir / f"{prefix}train_annotations.json"
     split = Path(train_split) if train_split else None
     training = TrainingSet(str(config), train_ann, train_file, split, fully, root, work_dir, prefix)
     plugin, extra = _extra_inputs(cfg, training)
-    _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, max_iters)
+    _wire_training(cfg, config, (ann_path, plugin, extra), root, classes, opts.max_iters)
     train = (train_ann, train_file, train_proposals)
     job, fingerprint = _train_job(cfg, config, ann_path, prefix, train, meta, extra)
-    trained = tr.train_or_resume(job, fingerprint, resume=resume, error=StrongStageError)
+    trained = tr.train_or_resume(job, fingerprint, resume=opts.resume, error=StrongStageError)
     outputs = []
     for (split_path, split_props, out), split in zip(infer_triples, infer_splits, strict=True):
-        where = (split_path, split, out, train_file, (split_props, allow_pickle))
+        where = (split_path, split, out, train_file, (split_props, opts.allow_pickle))
         outputs.append(str(_infer(cfg, trained.checkpoint, where, classes, meta, config)))
+    return _summary(trained, job, ann_path, outputs, extra)
+
+
+def _summary(trained: tr.Trained, job: tr.TrainJob, ann_path: Path, outputs, extra) -> dict:
+    """What :func:`run` returns."""
     summary = {"checkpoint": trained.checkpoint, "config": str(job.config_file)}
-    summary.update(work_dir=str(work_dir), supervision=meta["extra"]["supervision"])
+    summary.update(work_dir=str(job.work_dir), supervision=job.record["supervision"])
     summary.update(iterations=trained.iterations, resumed_from=trained.resumed_from)
     summary.update(outputs=outputs, train_annotations=str(ann_path))
     return {**summary, "extra_inputs": str(extra.path) if extra else None}
@@ -222,17 +230,10 @@ def _extra_inputs(cfg, training: TrainingSet) -> tuple[StrongInputs | None, Extr
 
 def _meta(seed: int, started: float, fully: bool, root: Path, classes: list[str]) -> dict:
     """Provenance of every strong artifact (``write_json_artifact``'s keywords)."""
-    return {
-        "stage": "strong",
-        "seed": seed,
-        "started": started,
-        "extra": {
-            "supervision": FULLY_SUPERVISED if fully else PSEUDO,
-            "fully_supervised": fully,
-            "data_root": str(root),
-            "classes": classes,
-        },
-    }
+    supervision = FULLY_SUPERVISED if fully else PSEUDO
+    extra = {"supervision": supervision, "fully_supervised": fully, "data_root": str(root)}
+    extra["classes"] = classes
+    return {"stage": "strong", "seed": seed, "started": started, "extra": extra}
 
 
 def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) -> None:

@@ -16,12 +16,9 @@ config), ``weak_model.json`` (checkpoint, iterations, classes), and per inferenc
 results json (weak detections contract, category id = class index + 1) with its
 ``.meta.json``, written atomically by the ``WSODDumpCocoResults`` test evaluator.
 
-Import mode (``import_file``): validate another detector's detections (COCO results json, VOC
-``comp4_det_*`` txt files, PCL ``detections.pkl``; see ``wsod.detections.importers``) against
-``split`` and write them as ``out`` (default ``<work_dir>/train_dets.json``). An import that
-detects less than ``min_coverage`` of the split's labelled (image, class) pairs (default 0.9,
-``--min-coverage``; 0 accepts any) is refused, naming the classes and counting the images
-without a detection; smaller gaps are printed.
+Import mode (:func:`import_detections`, ``wsod weak --import``): another detector's detections
+(COCO results json, VOC ``comp4_det_*`` txt, PCL ``detections.pkl``) checked against a split,
+refused below ``min_coverage`` of its labelled (image, class) pairs, written as above.
 
 Invariants: training reads only the split (image labels) and proposals, never a ground-truth
 box file; ``resume=True`` continues from the work dir's last checkpoint when it belongs to the
@@ -42,6 +39,7 @@ the split, and rank 0 writes the merged detections.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -113,32 +111,30 @@ def trains_on_proposals(cfg: Any) -> bool:
     return bool(cfg.get("train_reads_proposals", True))
 
 
+@dataclasses.dataclass(frozen=True)
+class WeakOptions(tr.TrainOptions):
+    """The weak stage's options: the training flow's (:class:`wsod.training.TrainOptions`)
+    and ``affinity_start_iter``, the first iteration of a two-phase black box's affinity phase
+    (None: the config's; refused for a config without one, and a schedule that ends before it
+    is refused before anything is written)."""
+
+    affinity_start_iter: int | None = None
+
+
 def run(
-    config: str | os.PathLike | None,
-    work_dir: str | os.PathLike | None,
+    config: str | os.PathLike,
+    work_dir: str | os.PathLike,
     *,
     train_split: str | os.PathLike | None = None,
     train_proposals: str | os.PathLike | None = None,
     infer: Sequence[InferTriple] | None = None,
-    cfg_options: Mapping | None = None,
-    resume: bool = True,
-    seed: int = 0,
-    import_file: str | os.PathLike | None = None,
-    import_format: str | None = None,
-    allow_pickle: bool = False,
-    max_iters: int | None = None,
-    split: str | os.PathLike | None = None,
-    out: str | os.PathLike | None = None,
-    drop_unmatched: bool = False,
-    min_coverage: float | None = None,
-    launcher: str = "none",
-    precision: str = tr.DEFAULT_PRECISION,
-    affinity_start_iter: int | None = None,
+    options: WeakOptions | None = None,
+    **values: Any,
 ) -> dict:
-    """Train a weak detector and detect with it, or import foreign detections.
+    """Train a weak detector and detect with it (foreign detections: :func:`import_detections`).
 
     Args:
-        config: weak detector config (``configs/cam/``); unused in import mode.
+        config: weak detector config (``configs/cam/``).
         work_dir: checkpoints, logs, resolved config, default outputs.
         train_split: weak-label split json to train on (None: no training, detect with the
             work dir's last checkpoint or the config's ``load_from``).
@@ -146,26 +142,19 @@ def run(
         infer: ``(split_json, proposals, out_json or None)`` triples (None out:
             ``<work_dir>/<split stem>_dets.json``; ``[]``: train only; default: the training
             split and proposals -> ``<work_dir>/train_dets.json``).
-        cfg_options, resume, seed, max_iters, launcher, precision: the training flow's options
-            (:func:`wsod.training.prepare_config`); affinity_start_iter: see :func:`_prepare`.
-        import_file, import_format, allow_pickle, split, out, drop_unmatched, min_coverage:
-            import mode (:func:`wsod.detections.importers.import_detections`): foreign detections
-            for ``split`` written to ``out`` (default ``<work_dir>/train_dets.json``).
-            ``allow_pickle`` also allows proposal ``.pkl`` files that have no ``.npz`` twin.
+        options: the stage's options (:class:`WeakOptions`; default: its defaults).
+        values: :class:`WeakOptions` fields by name, replacing those of ``options``
+            (``run(..., seed=1, max_iters=50)``).
 
     Returns:
         ``{"work_dir", "checkpoint", "config", "iterations", "resumed_from", "outputs": {out:
-        {"split", "detections", "images_with_detections"}}}``; import mode: ``{"outputs",
-        "report"}``.
+        {"split", "detections", "images_with_detections"}}}``.
 
     Raises:
         WeakStageError: bad inputs (the message names the file and the fix).
     """
     started = time.time()
-    if import_file is not None:
-        options = {"format": import_format, "allow_pickle": allow_pickle}
-        options.update(drop_unmatched=drop_unmatched, min_coverage=min_coverage)
-        return _import(import_file, split, out, work_dir, options, started=started, seed=seed)
+    opts = WeakOptions.of(options, values)
     if config is None or work_dir is None:
         raise WeakStageError("config and work_dir are required (--config, --work-dir)")
     work_dir = Path(work_dir).resolve()
@@ -173,21 +162,21 @@ def run(
         raise WeakStageError("--train-proposals needs the split they are for (--train-split)")
     triples = _infer_triples(infer, train_split, train_proposals, work_dir)
     train, infer_splits, classes = _read_splits(train_split, triples)
-    runtime = (work_dir, seed, launcher, precision, affinity_start_iter)
-    cfg = _prepare(config, cfg_options, runtime, classes)
-    meta = {"stage": "weak", "seed": seed, "started": started}
+    cfg = _prepare(config, opts, work_dir, classes)
+    meta = {"stage": "weak", "seed": opts.seed, "started": started}
     if train is not None:
-        training = (train_split, train, train_proposals, allow_pickle)
-        job = _train_job(cfg, config, work_dir, training, max_iters)
+        job = _train_job(cfg, config, work_dir, (train_split, train, train_proposals), opts)
         job.meta, job.model_record = meta, {"classes": classes}
-        done = tr.train_or_resume(job, _fingerprint(cfg, job), resume=resume, error=WeakStageError)
+        fingerprint = _fingerprint(cfg, job)
+        done = tr.train_or_resume(job, fingerprint, resume=opts.resume, error=WeakStageError)
         ckpt, iterations, resumed_from = done.checkpoint, done.iterations, done.resumed_from
     else:
         config_out, hint = work_dir / "weak_config.py", NO_CHECKPOINT_HINT
         ckpt = tr.detection_checkpoint(cfg, work_dir, config_out, error=WeakStageError, hint=hint)
         iterations = resumed_from = None
+    pickle_ok = opts.allow_pickle
     outputs = {
-        str(out_path): _infer(cfg, ckpt, split_path, s, props, out_path, meta, config, allow_pickle)
+        str(out_path): _infer(cfg, ckpt, split_path, s, props, out_path, meta, config, pickle_ok)
         for (split_path, props, out_path), s in zip(triples, infer_splits, strict=True)
     }
     summary = {"work_dir": str(work_dir), "checkpoint": ckpt}
@@ -195,28 +184,23 @@ def run(
     return {**summary, "resumed_from": resumed_from, "outputs": outputs}
 
 
-def _prepare(config, cfg_options, runtime: tuple, classes):
-    """Step 1 of the flow (``runtime = (work_dir, seed, launcher, precision,
-    affinity_start_iter)``), with the weak dataset and transforms registered;
-    ``affinity_start_iter`` sets the start of a two-phase black box's
-    affinity phase (refused for a config without one; a schedule that ends before it is refused
-    in :func:`_train_job`, before anything is written)."""
+def _prepare(config, opts: WeakOptions, work_dir: Path, classes):
+    """Step 1 of the flow, with the weak dataset and transforms registered;
+    ``opts.affinity_start_iter`` sets the start of a two-phase black box's affinity phase
+    (refused for a config without one; a schedule that ends before it is refused in
+    :func:`_train_job`, before anything is written)."""
     import wsod.datasets.weak_dataset  # noqa: F401  (registers the dataset and transforms)
 
-    work_dir, seed, launcher, precision, affinity_start_iter = runtime
     cfg = tr.prepare_config(
         config,
-        cfg_options,
+        opts,
         work_dir=work_dir,
-        seed=seed,
-        launcher=launcher,
         num_classes=None if classes is None else len(classes),
         error=WeakStageError,
         hint=CONFIG_HINT,
-        precision=precision,
     )
-    if affinity_start_iter is not None:
-        _set_phase_start(cfg, affinity_start_iter, config)
+    if opts.affinity_start_iter is not None:
+        _set_phase_start(cfg, opts.affinity_start_iter, config)
     return cfg
 
 
@@ -227,6 +211,19 @@ def _set_phase_start(cfg, start_iter: int, config) -> None:
         set_phase_start(cfg, start_iter, config)
     except ValueError as e:
         raise WeakStageError(str(e)) from None
+
+
+def check_schedule(cfg, config, affinity_start_iter: int | None = None) -> None:
+    """The weak stage's schedule rule on a config with its ``max_iters`` applied (checked by
+    the stage before training and by the pipeline check): ``affinity_start_iter`` (if given)
+    starts a two-phase black box's affinity phase; a schedule that ends before that phase while
+    detection walks on the branch is refused (:class:`WeakStageError`, naming the fix)."""
+    from wsod.models.affinity_phase_hook import schedule_error
+
+    if affinity_start_iter is not None:
+        _set_phase_start(cfg, affinity_start_iter, config)
+    if (why := schedule_error(cfg)) is not None:
+        raise WeakStageError(f"{config}: {why}")
 
 
 def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[str] | None]:
@@ -247,22 +244,20 @@ def _read_splits(train_split, triples) -> tuple[dict | None, list[dict], list[st
     return train, infer_splits, classes
 
 
-def _train_job(cfg, config, work_dir: Path, training: tuple, max_iters) -> tr.TrainJob:
-    """The weak stage's training wiring: ``training = (split path, split, proposals or None,
-    allow_pickle)`` as the training dataset, the schedule's length, the optional seed file."""
-    train_split, train, train_proposals, allow_pickle = training
+def _train_job(cfg, config, work_dir: Path, training: tuple, opts: WeakOptions) -> tr.TrainJob:
+    """The weak stage's training wiring: ``training = (split path, split, proposals or None)``
+    as the training dataset, the schedule's length, the optional seed file."""
+    train_split, train, train_proposals = training
     if train_proposals is None and trains_on_proposals(cfg):
         raise WeakStageError(
             f"{config}: this detector trains on proposals; give the training split's "
             "(--train-proposals, from `wsod proposals`)"
         )
-    _set_dataset(cfg.train_dataloader.dataset, train_split, train, train_proposals, allow_pickle)
-    if max_iters is not None:
-        tr.set_max_iters(cfg, max_iters, error=WeakStageError)
-    from wsod.models.affinity_phase_hook import schedule_error
-
-    if (why := schedule_error(cfg)) is not None:
-        raise WeakStageError(f"{config}: {why}")
+    ds_cfg, pickle_ok = cfg.train_dataloader.dataset, opts.allow_pickle
+    _set_dataset(ds_cfg, train_split, train, train_proposals, pickle_ok)
+    if opts.max_iters is not None:
+        tr.set_max_iters(cfg, opts.max_iters, error=WeakStageError)
+    check_schedule(cfg, config)
     seed_file = cfg.train_dataloader.dataset.get("seed_file")
     if seed_file and not Path(seed_file).is_file():
         raise WeakStageError(
@@ -288,12 +283,9 @@ def _fingerprint(cfg, job: tr.TrainJob) -> tr.Fingerprint:
 
 
 def _infer_triples(infer, train_split, train_proposals, work_dir: Path) -> list[tuple]:
-    if infer is None:
-        infer = (
-            []
-            if train_split is None or train_proposals is None
-            else [(train_split, train_proposals, work_dir / "train_dets.json")]
-        )
+    if infer is None:  # default: the training split, when it has proposals
+        default = [(train_split, train_proposals, work_dir / "train_dets.json")]
+        infer = [] if train_split is None or train_proposals is None else default
     triples = []
     for item in infer:
         parts = list(item)
@@ -343,18 +335,51 @@ def _infer(
     }
 
 
-def _import(import_file, split, out, work_dir, options: dict, *, started: float, seed: int) -> dict:
-    """Import mode: ``options`` are :func:`~wsod.detections.importers.import_detections`'s."""
-    from wsod.detections.importers import import_detections
+def import_detections(
+    import_file: str | os.PathLike,
+    split: str | os.PathLike | None,
+    out: str | os.PathLike | None = None,
+    *,
+    work_dir: str | os.PathLike | None = None,
+    import_format: str | None = None,
+    allow_pickle: bool = False,
+    drop_unmatched: bool = False,
+    min_coverage: float | None = None,
+    seed: int = 0,
+) -> dict:
+    """Import mode (``wsod weak --import``): another detector's detections for ``split``,
+    validated and written as the weak stage's detections.
 
+    Args:
+        import_file: COCO results json, VOC ``comp4_det_*`` txt folder/glob or PCL
+            ``detections.pkl`` (:func:`wsod.detections.importers.import_detections`).
+        split: the weak-label split json the detections are for.
+        out: where to write them (default ``<work_dir>/train_dets.json``).
+        work_dir: the weak stage's work dir, for the default ``out``.
+        import_format, allow_pickle, drop_unmatched, min_coverage: the importer's (format
+            guessed from the path when None; ``allow_pickle`` for a ``.pkl``; drop what does
+            not match the split instead of failing; the share of the split's labelled (image,
+            class) pairs an import must cover, default 0.9).
+        seed: recorded in the output's provenance, as for trained detections.
+
+    Returns:
+        ``{"outputs": {out: {"split", "detections"}}, "report": the importer's report}``.
+
+    Raises:
+        WeakStageError: no split, or neither ``out`` nor ``work_dir``.
+    """
+    from wsod.detections import importers
+
+    started = time.time()
     if split is None:
         raise WeakStageError("importing detections needs the split they are for (--split)")
     if out is None:
         if work_dir is None:
             raise WeakStageError("give --out (or --work-dir for <work-dir>/train_dets.json)")
         out = Path(work_dir) / "train_dets.json"
-    s = contracts.load_split(split)
-    dets, report = import_detections(import_file, s, **options)
+    options = {"format": import_format, "allow_pickle": allow_pickle}
+    options.update(drop_unmatched=drop_unmatched, min_coverage=min_coverage)
+    dets, report = importers.import_detections(import_file, contracts.load_split(split), **options)
     write_json_artifact(
         out,
         dets,
@@ -364,7 +389,7 @@ def _import(import_file, split, out, work_dir, options: dict, *, started: float,
         config={
             "import_file": str(import_file),
             "format": report["format"],
-            "drop_unmatched": options["drop_unmatched"],
+            "drop_unmatched": drop_unmatched,
             "min_coverage": report["min_coverage"],
         },
         inputs=[p for p in (import_file, split) if Path(p).is_file()],

@@ -76,6 +76,7 @@ from wsod.training.flow import (
     train_or_resume,
     trained_checkpoint,
 )
+from wsod.training.options import TrainOptions
 from wsod.training.precision import (
     DEFAULT_PRECISION,
     PRECISIONS,
@@ -99,6 +100,7 @@ __all__ = [
     "TEST_KEYS",
     "TRAIN_KEYS",
     "TrainJob",
+    "TrainOptions",
     "Trained",
     "add_cpu_share_hook",
     "barrier",

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from wsod.training.dist import setup_dist
-from wsod.training.precision import DEFAULT_PRECISION, set_precision
+from wsod.training.options import TrainOptions
+from wsod.training.precision import set_precision
 
 TRAIN_KEYS = ("train_dataloader", "train_cfg", "optim_wrapper", "param_scheduler")
 """Config keys of the training loop (None in a test-only config)."""
@@ -205,28 +206,28 @@ def set_runtime(cfg: Any, work_dir: str | os.PathLike, seed: int, launcher: str)
 
 def prepare_config(
     config: str | os.PathLike,
-    cfg_options: Mapping | None,
+    options: TrainOptions,
     *,
     work_dir: str | os.PathLike,
-    seed: int,
-    launcher: str,
     num_classes: int | None,
     error: type[Exception],
     hint: str = "",
-    precision: str = DEFAULT_PRECISION,
     init_backbone: str | os.PathLike | None = None,
 ):
-    """Step 1 of the flow: :func:`load_config`, :func:`set_num_classes` (when known),
-    :func:`set_runtime`, :func:`set_precision`, the backbone's start from another run's trunk
-    (``init_backbone``: a ``weak_model.json``, :mod:`wsod.training.init_backbone`) and, under a
-    launcher, the process group (:func:`wsod.training.dist.setup_dist`). The stage then wires
-    its datasets into the returned config."""
-    cfg = load_config(config, cfg_options, error=error, hint=hint)
+    """Step 1 of the flow: :func:`load_config` with ``options.cfg_options``,
+    :func:`set_num_classes` (when known), :func:`set_runtime` (``options.seed``,
+    ``options.launcher``), :func:`set_precision` (``options.precision``), the backbone's start
+    from another run's trunk (``init_backbone``: a ``weak_model.json``,
+    :mod:`wsod.training.init_backbone`) and, under a launcher, the process group
+    (:func:`wsod.training.dist.setup_dist`). The stage then wires its datasets into the
+    returned config."""
+    cfg = load_config(config, options.cfg_options, error=error, hint=hint)
+    launcher = options.launcher
     setup_dist(launcher, error=error, dist_cfg=(cfg.get("env_cfg") or {}).get("dist_cfg"))
     if num_classes is not None:
         set_num_classes(cfg.model, int(num_classes))
-    set_runtime(cfg, work_dir, seed, launcher)
-    set_precision(cfg, precision, error=error)
+    set_runtime(cfg, work_dir, options.seed, launcher)
+    set_precision(cfg, options.precision, error=error)
     if init_backbone is not None:
         from wsod.training.init_backbone import init_backbone_from
 
