@@ -421,6 +421,11 @@ def test_min_coverage_option_reaches_the_import_and_typos_are_refused(monkeypatc
     with pytest.raises(SystemExit):
         main([*base, "--min-coverag3", "0.5"])  # not an option: argparse refuses it
     assert "unrecognized arguments: --min-coverag3" in capsys.readouterr().err
+    # training and detection options would be ignored by an import: refused, named, not run
+    calls.clear()
+    for extra in (["--infer", "v.json:p.pkl"], ["--no-infer"], ["--train-split", "t.json"]):
+        assert main([*base, *extra]) == 1
+        assert extra[0] in capsys.readouterr().err and not calls
 
 
 # --------------------------------------------------------------------------- CLI

@@ -164,12 +164,23 @@ def parse_infer(items) -> list[tuple[str, str, str | None]]:
     return triples
 
 
+# options of training and detection that import mode would ignore: refused with --import
+_TRAIN_ONLY = ("train_split", "train_proposals", "infer", "no_infer")
+
+
 def execute(args: argparse.Namespace) -> int:
     import inspect
 
     from wsod.stages import weak
 
     if args.import_file:  # import mode: the options of weak.import_detections
+        stray = [f"--{n.replace('_', '-')}" for n in _TRAIN_ONLY if getattr(args, n, None)]
+        if stray:
+            raise ValueError(
+                f"--import reads another detector's detections; {', '.join(stray)} train or "
+                "detect with this project's black box and would be ignored: drop them, or drop "
+                "--import"
+            )
         names = inspect.signature(weak.import_detections).parameters
         given = run_kwargs(args, add_arguments)
         summary = weak.import_detections(**{n: v for n, v in given.items() if n in names})
