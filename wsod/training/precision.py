@@ -192,18 +192,21 @@ def _trunk(cfg: Any):
 
     import torch
     from mmdet.registry import MODELS
+    from mmengine.registry import DefaultScope
 
     import wsod.models  # noqa: F401  (registers the project's backbones)
 
     parts = []
-    for key in ("backbone", "neck"):
-        part = copy.deepcopy(cfg.model.get(key))
-        if part is None:
-            continue
-        part = dict(part)
-        part.pop("init_cfg", None)
-        part.pop("pretrained", None)
-        parts.append(MODELS.build(part))
+    # in mmdet's scope, as the Runner builds the model (whatever scope the process last set)
+    with DefaultScope.overwrite_default_scope("mmdet"):
+        for key in ("backbone", "neck"):
+            part = copy.deepcopy(cfg.model.get(key))
+            if part is None:
+                continue
+            part = dict(part)
+            part.pop("init_cfg", None)
+            part.pop("pretrained", None)
+            parts.append(MODELS.build(part))
     return torch.nn.Sequential(*parts)
 
 
