@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wsod.utils.cpu_share import cores
+
 FEATURES = ("avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx_bf16")
 """The features :class:`CpuInfo` reports: AVX-512 (``avx512f``), its int8 dot products
 (VNNI), native bf16 dot products (AVX512_BF16) and Intel's matrix tiles for bf16 (AMX)."""
@@ -96,13 +98,6 @@ def _torch_features() -> dict[str, bool]:
     return out
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def cpu_info(ask_torch: bool = True) -> CpuInfo:
     """This machine's :class:`CpuInfo` (read once per process).
 
@@ -124,7 +119,7 @@ def _cpu_info(ask_torch: bool) -> CpuInfo:
     return CpuInfo(
         model=model or platform.processor() or "unknown CPU",
         arch=platform.machine(),
-        cores=_cores(),
+        cores=cores(),
         features=features,
         proc_flags=flags,
         torch_checked=tuple(f for f in FEATURES if f in torch_says),
