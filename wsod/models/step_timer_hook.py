@@ -70,8 +70,11 @@ class WSODStepTimerHook(Hook):
         self._start = time.perf_counter()
 
     def after_test_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
-        if self._start is not None:
-            self.test_s.append(time.perf_counter() - self._start)
-            self.test_units.append(len(outputs) if outputs is not None else 1)
-            # each batch: the detections are written before the test loop's last hooks
+        if self._start is None:
+            return
+        self.test_s.append(time.perf_counter() - self._start)
+        self.test_units.append(len(outputs) if outputs is not None else 1)
+        # noted at the last batch, not per epoch: the evaluator writes the detections before
+        # the test loop's after_test_epoch hooks run
+        if batch_idx + 1 >= len(runner.test_loop.dataloader):
             note_in_provenance("test_steps", summary(self.test_s, self.test_units))
