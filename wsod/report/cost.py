@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,21 @@ def format_mb(mb: float | None) -> str:
     return "n/a" if mb is None else f"{mb:.1f}"
 
 
+def read_sidecars(
+    run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = ()
+) -> Iterator[tuple[str, Mapping | None]]:
+    """``(artifact relative to run_dir, its sidecar's dict or None when unreadable)`` for the
+    sidecars :func:`find_meta_files` finds."""
+    run_dir = Path(run_dir)
+    for meta_path in find_meta_files(run_dir, exclude):
+        rel = meta_path.relative_to(run_dir).as_posix()[: -len(META_SUFFIX)]
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            meta = None
+        yield rel, meta if isinstance(meta, Mapping) else None
+
+
 def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = ()) -> dict:
     """Read the run's sidecars.
 
@@ -125,15 +140,9 @@ def collect(run_dir: str | os.PathLike, exclude: Iterable[str | os.PathLike] = (
         "git_commit", "written_at", "command"}``, sorted by ``written_at`` (rows without a
         readable time last), then by artifact.
     """
-    run_dir = Path(run_dir)
     rows, unreadable = [], []
-    for meta_path in find_meta_files(run_dir, exclude):
-        rel = meta_path.relative_to(run_dir).as_posix()[: -len(META_SUFFIX)]
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            meta = None
-        if not isinstance(meta, Mapping):
+    for rel, meta in read_sidecars(run_dir, exclude):
+        if meta is None:
             unreadable.append(rel)
             continue
         wall = meta.get("wall_time_s")

@@ -23,7 +23,6 @@ took, stage by stage (the real run's sidecars).
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,9 +31,9 @@ from typing import Any
 from wsod.report.cost import (
     META_SUFFIX,
     envelope,
-    find_meta_files,
     format_duration,
     merged_seconds,
+    read_sidecars,
 )
 
 SCALED_STAGES = ("proposals",)
@@ -89,11 +88,10 @@ def _detection(meta: Mapping, images: int) -> tuple[float, float]:
 
 def read_rows(run_dir: str | Path) -> list[dict]:
     """The run's sidecars as ``{"artifact", "stage", "command", "meta"}`` rows."""
-    run_dir = Path(run_dir)
     rows = []
-    for path in find_meta_files(run_dir):
-        meta = json.loads(path.read_text())
-        rel = path.relative_to(run_dir).as_posix()[: -len(META_SUFFIX)]
+    for rel, meta in read_sidecars(run_dir):
+        if meta is None:
+            raise ValueError(f"{Path(run_dir) / rel}{META_SUFFIX}: unreadable sidecar")
         command = " ".join(map(str, meta.get("command") or [rel]))
         rows.append({"artifact": rel, "stage": meta.get("stage", "?"), "command": command,
                      "meta": meta})  # fmt: skip
