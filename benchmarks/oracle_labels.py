@@ -6,7 +6,7 @@ real boxes (``<run>/data/train_gt.json``) on purpose; no make target of a pipeli
 ground truth (``tests/leak_audit.py``), and each file it writes says ORACLE (``info.oracle`` and
 its ``.meta.json``).
 
-Three label files, each a COCO instances file (boxes xywh + ``score``) that ``wsod strong
+Four label files, each a COCO instances file (boxes xywh + ``score``) that ``wsod strong
 --pseudo-labels FILE`` trains on as it trains on pseudo labels (the same validator; the pseudo
 labels' ``images``, ``categories`` and ``info`` with ``oracle`` added). The pseudo labels'
 images are those with at least one pseudo box; ignore regions (``iscrowd`` 1) are copied as they
@@ -20,6 +20,11 @@ are. A real box is any box of the ground-truth file (a ``difficult`` one too; VO
     largest real box of the class. A labelled class without a real box (the export lost it: 166
     VOC train images, almost all ``person``) gets no box, as in the real boxes of the reference.
     Score: that pseudo box's, else 1.0.
+(a0) ``oracle_one_largest_box.json`` (``labels --largest-only``): (a) without pseudo labels, the
+    largest real box of each labelled class on every image, score 1.0; it needs no black box, so
+    the missing-instances row can train while the black box does. Where the pseudo box of a class
+    overlaps another of its real boxes, (a) takes that one instead (``labels`` prints how many
+    images (a0) and (a) differ on, once the pseudo labels exist).
 (b) ``oracle_snapped.json``, what loose and misplaced boxes cost: every pseudo box replaced by the
     real box of its class that it overlaps most (ties: the first in the file); one overlapping
     none: the largest real box of its class (the rule of (a)); one whose class has no real box
@@ -88,8 +93,10 @@ from wsod.utils.boxes import box_area, box_iou  # noqa: E402
 from wsod.utils.io import write_json_artifact, write_text  # noqa: E402
 
 ORACLE = "ORACLE: built from the training ground truth; a diagnostic, never a pipeline input"
-VARIANTS = ("one_real_box", "snapped", "correct_only")  # (a), (b), (c)
-TITLES = {"one_real_box": "(a) one real box", "snapped": "(b) snapped", "correct_only": "(c) correct only"}  # fmt: skip
+LARGEST = "one_largest_box"  # (a0): (a) without pseudo labels
+VARIANTS = ("one_real_box", "snapped", "correct_only", LARGEST)  # (a), (b), (c), (a0)
+TITLES = {"one_real_box": "(a) one real box", "snapped": "(b) snapped",
+          "correct_only": "(c) correct only", LARGEST: "(a0) one largest real box"}  # fmt: skip
 CORRECT_IOU = 0.5
 
 
@@ -212,6 +219,7 @@ def build_variants(pseudo: dict, split: dict, gt: dict) -> dict[str, dict]:
         "one_real_box": one_real_box(pseudo, split, reals),
         "snapped": snapped(pseudo, reals),
         "correct_only": correct_only(pseudo, reals),
+        LARGEST: one_real_box({**pseudo, "annotations": []}, split, reals),
     }
     ignore = [a for a in pseudo["annotations"] if contracts.is_ignored(a)]
     made["one_real_box"] = (made["one_real_box"][0] + ignore, made["one_real_box"][1])
@@ -305,62 +313,52 @@ def write_labels(run: Path, out: Path, pseudo_path: Path | None = None) -> dict[
     print(table)
     n = images_differing(variants["one_real_box"], variants["snapped"])
     print(f"(a) and (b) differ on {n} of {rows['pseudo labels']['images']} images")
+    n = images_differing(variants["one_real_box"], variants[LARGEST])
+    print(f"(a) and (a0) differ on {n} of {len(split['images'])} images")
     return rows
 
 
-# ----------------------------------------------------------------------------- commands
-def train_commands(
-    pipeline: str, run: str, out: str, seeds: list[int], precision: str | None = None
-) -> list[str]:
-    """Shell lines that train and evaluate every variant on each seed, as the Makefile's strong
-    (and fsd) rule and evaluate rule do, then build the table (module docstring)."""
-    from wsod.pipeline.core import load_pipeline, make_values
+def no_pseudo_labels(split: dict, split_path: Path) -> dict:
+    """An empty pseudo-label file of ``split`` (its images, categories, no box): what (a0) is
+    built on."""
+    images = [{k: v for k, v in im.items() if k != "labels"} for im in split["images"]]
+    info = {k: (split.get("info") or {}).get(k) for k in ("data_root", "split")}
+    info.update(description="no pseudo labels: ORACLE (a0)", split_file=str(split_path))
+    return {"info": info, "images": images, "categories": split["categories"], "annotations": []}
 
-    v = make_values(pipeline)
-    run_seed = int((load_pipeline(pipeline).get("strong") or {}).get("seed") or 0)
-    py, data = ".venv/bin/python", f"{run}/data"
-    jobs = [(k, f"--pseudo-labels {out}/{variant_file(k)}", "STRONG") for k in VARIANTS]
-    jobs.append(("pseudo", f"--pseudo-labels {run}/denoise/pseudo_train.json", "STRONG"))
-    jobs.append(("real", f"--fully-supervised-gt {data}/train_gt.json", "FSD"))
-    in_run = {"pseudo": f"{run}/eval/metrics.json:strong", "real": f"{run}/eval/metrics.json:fsd"}
-    lines, rows = [], defaultdict(list)
-    for seed in seeds:  # every variant's first seed first: the second seeds may be left out
-        for name, train, which in jobs:
-            if name in in_run and seed == run_seed:  # the run trained it: no need to repeat
-                rows[name].append(in_run[name])
-                continue
-            work = f"{out}/{name}_seed{seed}"
-            props = v[f"PIPE_{which}_READS_PROPOSALS"] == "1"
-            args = [f"--pipeline {pipeline}", f"--config {v[f'PIPE_{which}_CONFIG']}", train]
-            args += [f"--work-dir {work}", f"--seed {seed}"]
-            args += [f"--precision {precision}"] if precision else []
-            if v["PIPE_BACKBONE_FROM_BLACK_BOX"] == "1":
-                args.append(f"--init-backbone {run}/weak/weak_model.json")
-            if props:
-                args.append(f"--train-proposals {run}/proposals/train.pkl")
-            val_props = f":{run}/proposals/val.pkl" if props else ""
-            args.append(f"--infer {data}/val.json{val_props}:{work}/val_dets.json")
-            lines.append(f"{py} -m wsod strong " + " ".join(args))
-            lines.append(
-                f"{py} -m wsod evaluate --gt {data}/val_gt.json "
-                f"--detections {name}_seed{seed}={work}/val_dets.json --out {work}/metrics.json"
-            )
-            rows[name].append(f"{work}/metrics.json")
-    titles = {"pseudo": "pseudo labels", "real": "real boxes", **TITLES}
-    table = [f"{py} benchmarks/oracle_labels.py table --gt {data}/val_gt.json"]
-    for k in ("pseudo", "correct_only", "snapped", "one_real_box", "real"):
-        table.append(f"--row {titles[k]!r} " + " ".join(rows[k]))
-    return lines + [" ".join(table) + f" --out {out}/oracle_table.md"]
+
+def write_largest(run: Path, out: Path) -> dict:
+    """Write (a0) (module docstring) from ``run``'s split and real boxes, before any pseudo
+    label exists; returns its stats row (also in ``<out>/oracle_labels_a0.md``)."""
+    started = time.time()
+    split_path, gt_path = run / "data" / "train.json", run / "data" / "train_gt.json"
+    split, gt = contracts.load_split(split_path), load_gt(gt_path)
+    empty = no_pseudo_labels(split, split_path)
+    anns, counts = one_real_box(empty, split, real_boxes_by_pair(gt))
+    labels = _finish(empty, anns, LARGEST, counts)
+    write_json_artifact(
+        out / variant_file(LARGEST), labels, stage="oracle_labels", inputs=[split_path, gt_path],
+        started=started, extra={"supervision": ORACLE, "variant": LARGEST, "counts": labels["info"]["oracle"]},
+    )  # fmt: skip
+    rows = {TITLES[LARGEST]: label_stats(labels, gt), "real boxes": label_stats(gt, gt)}
+    table = format_stats(rows)
+    write_text(out / "oracle_labels_a0.md", f"{ORACLE}\n\n{table}\n")
+    print(f"{variant_file(LARGEST)}: {counts}\n{table}")
+    return rows[TITLES[LARGEST]]
 
 
 # ----------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="step", required=True)
-    lab = sub.add_parser("labels", help="write the three ORACLE label files and their table")
+    lab = sub.add_parser("labels", help="write the four ORACLE label files and their table")
     lab.add_argument("--run", required=True, help="the pipeline's run folder (work_dirs/<name>)")
     lab.add_argument("--out", required=True, help="folder for the oracle label files")
     lab.add_argument("--pseudo-labels", help="[<run>/denoise/pseudo_train.json]")
+    lab.add_argument(
+        "--largest-only", action="store_true",
+        help="write (a0) alone: the largest real box per labelled class, no pseudo labels needed",
+    )  # fmt: skip
     com = sub.add_parser("commands", help="print how to train and evaluate each variant")
     com.add_argument("--pipeline", required=True, help="the run's pipeline file")
     com.add_argument("--run", required=True, help="the pipeline's run folder (work_dirs/<name>)")
@@ -368,6 +366,7 @@ def main(argv=None) -> int:
     com.add_argument("--seeds", type=int, nargs="+", default=[0], help="strong seeds [0]")
     com.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="passed to wsod strong")
     tab = sub.add_parser("table", help="the markdown table of the trained variants")
+    from benchmarks.oracle_commands import train_commands
     from benchmarks.oracle_table import add_table_arguments, table_main
 
     add_table_arguments(tab)
@@ -376,7 +375,12 @@ def main(argv=None) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         pseudo = Path(args.pseudo_labels) if args.pseudo_labels else None
-        write_labels(Path(args.run), out, pseudo)
+        if args.largest_only and pseudo:
+            ap.error("--largest-only builds (a0) without pseudo labels: drop --pseudo-labels")
+        if args.largest_only:
+            write_largest(Path(args.run), out)
+        else:
+            write_labels(Path(args.run), out, pseudo)
     elif args.step == "commands":
         print(f"# {ORACLE}")
         lines = train_commands(args.pipeline, args.run, args.out, args.seeds, args.precision)

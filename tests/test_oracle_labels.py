@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from leak_audit import audited_env, offences, read_log
 
+from benchmarks import oracle_commands, oracle_table
 from benchmarks import oracle_labels as oracle
-from benchmarks import oracle_table
 from wsod import contracts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,8 +162,24 @@ def check_correct_only(c: dict, pseudo: dict, gt: dict) -> None:
     assert not [x for x in c["annotations"] if x["image_id"] == 900]
 
 
+def check_one_largest_box(a0: dict, pseudo: dict, gt: dict) -> None:
+    """(a0): the largest real box of every labelled class with one, on every image, whatever the
+    pseudo boxes overlap; no ignore region (there are no pseudo labels to take one from)."""
+    labelled = {(im["id"], c) for im in pseudo["images"] for c in im.get("labels", ())}
+    pairs = {(x["image_id"], x["category_id"]) for x in gt["annotations"]}
+    want = {i: [] for i in {x["image_id"] for x in gt["annotations"]}}
+    for image, c in sorted(pairs):
+        if not labelled or (image, c) in labelled:
+            want[image].append((c, _largest(_reals(gt, f"{image:06d}", c))))
+    assert {i: _boxes(a0, i) for i in want} == {i: sorted(v) for i, v in want.items()}
+    sheep = _reals(gt, "000416", SHEEP)
+    assert _boxes(a0, 416) == [(SHEEP, _largest(sheep))] != [(SHEEP, _r(sheep[1]))]  # not (a)'s
+    assert _boxes(a0, 1627) == [] and not [x for x in a0["annotations"] if x["iscrowd"]]
+    assert {x["score"] for x in a0["annotations"]} == {1.0}
+
+
 CHECKS = {"one_real_box": check_one_real_box, "snapped": check_snapped,
-          "correct_only": check_correct_only}  # fmt: skip
+          "correct_only": check_correct_only, "one_largest_box": check_one_largest_box}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", oracle.VARIANTS)
@@ -182,7 +198,7 @@ def _first_box(boxes, reals):
 @pytest.mark.parametrize(
     "name, fault",
     [("one_real_box", ("most_overlapped", _first_box)), ("snapped", ("most_overlapped", _first_box)),
-     ("correct_only", ("CORRECT_IOU", 1e-6))],
+     ("correct_only", ("CORRECT_IOU", 1e-6)), ("one_largest_box", ("most_overlapped", _first_box))],
 )  # fmt: skip
 def test_planted_faults_are_caught(run_dir: Path, name: str, fault, monkeypatch) -> None:
     pseudo, split, gt = _load(run_dir)
@@ -302,11 +318,13 @@ def test_commands_mirror_the_makefile(tmp_path: Path) -> None:
     from wsod.pipeline.core import make_values
 
     pipe = "pipelines/voc07_cpu.py"
-    lines = oracle.train_commands(pipe, "work_dirs/voc07_cpu", "work_dirs/oracle", [0, 1], "bf16")
+    lines = oracle_commands.train_commands(
+        pipe, "work_dirs/voc07_cpu", "work_dirs/oracle", [0, 1], "bf16"
+    )
     config = make_values(REPO / pipe)["PIPE_STRONG_CONFIG"]
     strong = [x for x in lines if " -m wsod strong " in x]
-    # 3 variants x 2 seeds, + the pseudo labels and the real boxes on the seed the run lacks
-    assert len(strong) == 8 and len([x for x in lines if " -m wsod evaluate " in x]) == 8
+    # 4 variants x 2 seeds, + the pseudo labels and the real boxes on the seed the run lacks
+    assert len(strong) == 10 and len([x for x in lines if " -m wsod evaluate " in x]) == 10
     snapped = [x for x in strong if "oracle_snapped.json" in x and "--seed 1 " in x]
     assert len(snapped) == 1 and f"--config {config} " in snapped[0]
     assert "--precision bf16 " in snapped[0] and "--pipeline pipelines/voc07_cpu.py" in snapped[0]
@@ -316,6 +334,8 @@ def test_commands_mirror_the_makefile(tmp_path: Path) -> None:
     assert len(real) == 1 and "--seed 1 " in real[0]
     assert "work_dirs/voc07_cpu/eval/metrics.json:fsd" in lines[-1]
     assert lines[-1].index("'pseudo labels'") < lines[-1].index("'(c) correct only'")
+    assert lines[-1].index("'(a) one real box'") < lines[-1].index("'(a0) one largest real box'")
+    assert "work_dirs/oracle/one_largest_box_seed1/metrics.json" in lines[-1]
 
 
 def test_the_leakage_guard_allows_the_oracle_and_nothing_else(run_dir: Path, tmp_path) -> None:
@@ -343,3 +363,24 @@ def test_one_real_box_and_snapped_differ_where_a_class_has_no_real_box_or_no_pse
     v = oracle.build_variants(pseudo, split, gt)
     assert oracle.images_differing(v["one_real_box"], v["snapped"]) == 4
     assert oracle.images_differing(v["snapped"], v["snapped"]) == 0
+
+
+def test_largest_only_needs_no_pseudo_labels(run_dir: Path, tmp_path: Path) -> None:
+    """``labels --largest-only`` writes (a0) alone from the split and the real boxes, before any
+    pseudo label exists, equal to the (a0) that ``labels`` builds beside the other variants."""
+    run = tmp_path / "run"
+    (run / "data").mkdir(parents=True)
+    for name in ("train.json", "train_gt.json"):
+        (run / "data" / name).write_text((run_dir / "data" / name).read_text())
+    assert oracle.main(["labels", "--run", str(run), "--out", str(tmp_path / "a0"), "--largest-only"]) == 0  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "a0").glob("*.json")) == [
+        "oracle_one_largest_box.json", "oracle_one_largest_box.json.meta.json"]  # fmt: skip
+    alone = json.loads((tmp_path / "a0" / "oracle_one_largest_box.json").read_text())
+    pseudo, split, gt = _load(run_dir)
+    check_one_largest_box(alone, pseudo, gt)
+    beside = oracle.build_variants(pseudo, split, gt)["one_largest_box"]
+    assert alone["annotations"] == beside["annotations"]
+    assert "ORACLE" in alone["info"]["oracle"]["note"]
+    with pytest.raises(SystemExit):  # (a0) takes no pseudo labels
+        oracle.main(["labels", "--run", str(run), "--out", str(tmp_path / "x"), "--largest-only",
+                     "--pseudo-labels", str(run_dir / "denoise/pseudo_train.json")])  # fmt: skip
