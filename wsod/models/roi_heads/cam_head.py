@@ -318,7 +318,7 @@ class WSODCAMHead(BaseModule):
             if not grouped:
                 out.append((boxes, score_boxes(cam, boxes / scale, self.scoring) * probs[i]))
                 continue
-            mask_boxes, scores = self._group_scores(cam, boxes / scale, own.get("instance"))
+            mask_boxes, scores = self.grouped_scores(cam, boxes / scale, own.get("instance"))
             if add_mask_boxes:
                 boxes = torch.cat([boxes, mask_boxes * scale])
             else:
@@ -329,7 +329,7 @@ class WSODCAMHead(BaseModule):
     def _stride(self, branch: str) -> int:
         return int((self.affinity_cfg if branch == "affinity" else self.instance_cfg)["stride"])
 
-    def _group_scores(
+    def grouped_scores(
         self, cam: Tensor, boxes: Tensor, instance_out: Tensor | None
     ) -> tuple[Tensor, Tensor]:
         """One image's mask boxes and (R + E, C) group scores (map pixels;
