@@ -2,9 +2,9 @@
 
 IRN (Ahn, Cho & Kwak, CVPR 2019) trains its inter-pixel relations in a second step, from the
 seeds of a finished CAM, with the classifier fixed. This hook makes that second step part of
-the same training run: from iteration ``start_iter`` on, the ``WSODCAMHead`` returns the
-affinity loss alone (``train_affinity``) and every parameter outside its ``affinity`` branch
-stops taking gradients, so the classifier, and hence the seeds, stay what they were at
+the same training run: from iteration ``start_iter`` on, the ``WSODCAMHead`` returns its
+branches' losses alone (``train_affinity``) and every parameter outside its ``affinity`` and
+``instance`` branches (:data:`PHASE_BRANCHES`) stops taking gradients, so the classifier, and hence the seeds, stay what they were at
 ``start_iter``. Before it the branch is not run and costs nothing. ``start_iter=0`` with
 ``load_from`` a trained CAM checkpoint trains the branch alone.
 """
@@ -18,6 +18,10 @@ from mmdet.registry import HOOKS
 from mmengine.hooks import Hook
 
 from wsod.models.hook_utils import bare_model
+
+PHASE_BRANCHES = ("affinity", "instance")
+"""The CAM head's branches the phase trains (the learned affinities; IRN's displacement field
+and class boundaries); a head needs one of them."""
 
 
 @HOOKS.register_module()
@@ -41,26 +45,28 @@ class WSODAffinityPhaseHook(Hook):
     def _model(runner):
         model = bare_model(runner)
         head = getattr(model, "roi_head", None)
-        if getattr(head, "affinity", None) is None:
+        if all(getattr(head, b, None) is None for b in PHASE_BRANCHES):
             raise TypeError(
                 "WSODAffinityPhaseHook needs a weak detector whose roi_head has an affinity "
-                f"branch (WSODCAMHead(affinity=...)), not {type(model).__name__} with "
-                f"{type(head).__name__}"
+                "branch or an instance branch (WSODCAMHead(affinity=...) or (instance=...)), not "
+                f"{type(model).__name__} with {type(head).__name__}"
             )
         return model
 
     def before_train(self, runner) -> None:
-        """Refuse a schedule that ends before ``start_iter`` when detection walks on the branch
-        (``refine.type='learned'``: it would train the classifier, then fail to detect);
+        """Refuse a schedule that ends before ``start_iter`` when detection reads a branch
+        (``refine.type='learned'``, ``scoring.type='instances'``: it would train the
+        classifier, then fail to detect);
         otherwise only warn. The weak stage and the pipeline check make the same test on the
         config before anything is written (:func:`schedule_error`); this is the guard for a
         config trained some other way."""
         model = self._model(runner)
         if self.start_iter < runner.max_iters:
             return
-        refine = (model.roi_head.refine or {}).get("type")
-        msg = _schedule_message(self.start_iter, runner.max_iters, refine == "learned")
-        if refine != "learned":
+        head = model.roi_head
+        reads = _reads_branch(head.refine, head.scoring)
+        msg = _schedule_message(self.start_iter, runner.max_iters, reads)
+        if not reads:
             runner.logger.warning(msg)
             return
         raise ValueError(msg)
@@ -71,12 +77,14 @@ class WSODAffinityPhaseHook(Hook):
             return
         model.roi_head.train_affinity = True
         frozen = 0
+        trained = tuple(f"roi_head.{b}." for b in PHASE_BRANCHES)
         for name, p in model.named_parameters():
-            if not name.startswith("roi_head.affinity."):
+            if not name.startswith(trained):
                 frozen += p.requires_grad
                 p.requires_grad_(False)
         runner.logger.info(
-            f"WSODAffinityPhaseHook: iteration {runner.iter}: training the affinity branch, "
+            f"WSODAffinityPhaseHook: iteration {runner.iter}: training the affinity branch "
+            "(and the instance branch, where the head has them), "
             f"{frozen} other parameter tensors frozen"
         )
 
@@ -114,6 +122,11 @@ def set_phase_start(cfg: Any, start_iter: int, config: object = "config") -> Non
     hook["start_iter"] = int(start_iter)
 
 
+def _reads_branch(refine: Mapping | None, scoring: Mapping | None) -> bool:
+    """Whether detection reads a phase branch: the learned walk or the instance masks."""
+    return (refine or {}).get("type") == "learned" or (scoring or {}).get("type") == "instances"
+
+
 def _schedule_message(start_iter: int, max_iters: int, walks: bool) -> str:
     msg = (
         f"WSODAffinityPhaseHook: start_iter {start_iter} >= max_iters {max_iters}: the "
@@ -123,7 +136,8 @@ def _schedule_message(start_iter: int, max_iters: int, walks: bool) -> str:
         return msg
     at = max_iters * 4 // 5  # the committed configs give the branch the last fifth
     return (
-        f"{msg}, and detection walks on it (refine.type='learned'). Give the branch the "
+        f"{msg}, and detection reads it (refine.type='learned' or scoring.type="
+        f"'instances'). Give the branch the "
         f"last steps: a start below max_iters, e.g. --{PHASE_OPTION.replace('_', '-')} {at} "
         f"(in a pipeline file: weak = dict(max_iters={max_iters}, {PHASE_OPTION}={at}))"
     )
@@ -137,7 +151,7 @@ def schedule_error(cfg: Mapping) -> str | None:
     if hook is None or loop.get("max_iters") is None:
         return None
     start, max_iters = int(hook.get("start_iter", 0)), int(loop["max_iters"])
-    refine = ((cfg.get("model") or {}).get("roi_head") or {}).get("refine") or {}
-    if start < max_iters or refine.get("type") != "learned":
+    head = (cfg.get("model") or {}).get("roi_head") or {}
+    if start < max_iters or not _reads_branch(head.get("refine"), head.get("scoring")):
         return None
     return _schedule_message(start, max_iters, True)

@@ -78,7 +78,8 @@ class WSODWeakDetector(BaseDetector):
         boxes, scores, labels = self._unpack(batch_data_samples)
         seeds = [ds.proposals.get("seed_scores") for ds in batch_data_samples]
         if all(s is None for s in seeds):
-            if getattr(self.roi_head, "affinity", None) is not None:  # seeds leave padding out
+            branches = (getattr(self.roi_head, b, None) for b in ("affinity", "instance"))
+            if any(b is not None for b in branches):  # seeds leave padding out
                 metas = [ds.metainfo for ds in batch_data_samples]
                 return self.roi_head.loss(feats, boxes, scores, labels, batch_img_metas=metas)
             return self.roi_head.loss(feats, boxes, scores, labels)

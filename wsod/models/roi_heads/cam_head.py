@@ -13,6 +13,11 @@ x1y1x2y2 in input pixels inside the model.
 An optional affinity branch (``affinity``, :mod:`~wsod.models.roi_heads.affinity`) learns
 which neighbouring pixels belong together from the classifier's own seeds once
 ``WSODAffinityPhaseHook`` switches the head to it; ``refine=dict(type='learned')`` walks on it.
+An optional instance branch (``instance``, :mod:`~wsod.models.roi_heads.instance_branch`: IRN's
+displacement field and class boundaries) trains in the same phase; ``scoring=dict(type=
+'instances')`` cuts each class region into instance masks with it and boxes each one
+(``'components'``: one box per connected component, no branch needed;
+:mod:`~wsod.models.roi_heads.cam_instances`).
 """
 
 from __future__ import annotations
@@ -27,25 +32,49 @@ from torch import Tensor
 
 from ..mixed_precision import fp32_method
 from .affinity import AFFINITY_DEFAULTS, AFFINITY_KEYS, AffinityBranch, affinity_phase_loss
-from .cam_scoring import check_scoring, score_boxes
+from .cam_instances import class_groups, follow_field, score_by_groups
+from .cam_scoring import GROUP_SCORINGS, check_scoring, score_boxes
 from .cam_walks import check_refine, walk
 from .common import image_label_targets, nms_detections
+from .instance_branch import (
+    INSTANCE_DEFAULTS,
+    INSTANCE_KEYS,
+    instance_branch,
+    instance_phase_loss,
+    split_outputs,
+)
 
 
-def _affinity_options(cfg: dict | None) -> dict | None:
-    """The affinity options with their defaults (None: no branch); unknown or missing keys
+def _branch_options(name: str, cfg: dict | None, keys, defaults: dict) -> dict | None:
+    """A branch's options with their defaults (None: no branch); unknown or missing keys
     are refused."""
     if not cfg:
         return None
-    unknown = set(cfg) - set(AFFINITY_KEYS)
+    unknown = set(cfg) - set(keys)
     if unknown:
         raise ValueError(
-            f"WSODCAMHead affinity: unknown keys {sorted(unknown)}; known: "
-            f"{', '.join(AFFINITY_KEYS)}"
+            f"WSODCAMHead {name}: unknown keys {sorted(unknown)}; known: {', '.join(keys)}"
         )
     if not {"in_indices", "in_channels"} <= set(cfg):
-        raise ValueError("WSODCAMHead affinity: in_indices and in_channels are required")
-    return {**AFFINITY_DEFAULTS, **cfg}
+        raise ValueError(f"WSODCAMHead {name}: in_indices and in_channels are required")
+    return {**defaults, **cfg}
+
+
+def _affinity_options(cfg: dict | None) -> dict | None:
+    return _branch_options("affinity", cfg, AFFINITY_KEYS, AFFINITY_DEFAULTS)
+
+
+def _instance_options(cfg: dict | None) -> dict | None:
+    return _branch_options("instance", cfg, INSTANCE_KEYS, INSTANCE_DEFAULTS)
+
+
+def _check_grouping(scoring: dict, has_instance: bool) -> None:
+    if scoring["type"] == "instances" and not has_instance:
+        raise ValueError(
+            "WSODCAMHead scoring.type='instances' needs the instance branch: set "
+            "model.roi_head.instance (and train it, WSODAffinityPhaseHook), or use "
+            "scoring.type='components'"
+        )
 
 
 @MODELS.register_module()
@@ -73,6 +102,11 @@ class WSODCAMHead(BaseModule):
             ``seed_lo``; pairs at ``dilations``) once ``WSODAffinityPhaseHook`` switches the
             head to it (``train_affinity``): then the loss is the affinity loss alone and the
             classifier is frozen. None: no branch.
+        instance: ``dict(in_indices, in_channels, stride=8, channels=64, seed_hi=0.3,
+            seed_lo=0.05, dilations=(1, 2, 3, 4, 6, 8), loss_weight=1.0)``: IRN's displacement
+            field and class-boundary map (:mod:`~wsod.models.roi_heads.instance_branch`),
+            trained in the same phase as ``affinity`` (either branch alone, or both); scoring
+            ``instances`` reads it. None: no branch.
         test_cfg: ``score_thr``, ``nms``, ``max_per_img``.
     """
 
@@ -89,8 +123,9 @@ class WSODCAMHead(BaseModule):
         Raises:
             ValueError: naming the wrong key or value.
         """
-        check_scoring(cfg.get("scoring"))
+        scoring = check_scoring(cfg.get("scoring"))
         check_refine(cfg.get("refine"), _affinity_options(cfg.get("affinity")) is not None)
+        _check_grouping(scoring, _instance_options(cfg.get("instance")) is not None)
 
     def __init__(
         self,
@@ -103,6 +138,7 @@ class WSODCAMHead(BaseModule):
         upsample: int = 4,
         refine: dict | None = None,
         affinity: dict | None = None,
+        instance: dict | None = None,
         test_cfg: dict | None = None,
         init_cfg: dict | None = None,
     ) -> None:
@@ -123,6 +159,12 @@ class WSODCAMHead(BaseModule):
             # affinity training steps taken, saved with the weights: refining with an untrained
             # branch is refused instead of walking on random affinities
             self.register_buffer("affinity_steps", torch.zeros((), dtype=torch.long))
+        self.instance_cfg = _instance_options(instance)
+        _check_grouping(self.scoring, self.instance_cfg is not None)
+        self.instance = None
+        if self.instance_cfg is not None:
+            self.instance = instance_branch(self.instance_cfg)
+            self.register_buffer("instance_steps", torch.zeros((), dtype=torch.long))
         self.train_affinity = False  # set by WSODAffinityPhaseHook
         self.dropout = nn.Dropout2d(dropout) if dropout else nn.Identity()
         self.fc_cls = nn.Conv2d(in_channels, num_classes, 1)
@@ -146,9 +188,9 @@ class WSODCAMHead(BaseModule):
         batch_img_metas: list[dict] | None = None,
     ) -> dict[str, Tensor]:
         """BCE on image labels of the globally average-pooled CAMs (proposals unused); in the
-        affinity phase (``train_affinity``) the affinity loss alone."""
+        affinity phase (``train_affinity``) the affinity and instance branches' losses alone."""
         if self.train_affinity:
-            return self._affinity_loss(feats, image_labels, batch_img_metas)
+            return self._phase_loss(feats, image_labels, batch_img_metas)
         logits = self.forward(feats).mean(dim=(2, 3))
         targets = image_label_targets(image_labels, self.num_classes, device=logits.device)
         return {"loss_cls": F.binary_cross_entropy_with_logits(logits, targets)}
@@ -162,24 +204,31 @@ class WSODCAMHead(BaseModule):
             cams.shape[3] * self.featmap_stride // stride,
         )
 
-    def _affinity_loss(
+    def _phase_loss(
         self, feats: tuple[Tensor], image_labels: list, batch_img_metas: list[dict] | None
     ) -> dict[str, Tensor]:
-        """The affinity branch's loss against this head's CAM seeds (the classifier without
-        dropout, no gradient; :func:`~wsod.models.roi_heads.affinity.affinity_phase_loss`)."""
-        if self.affinity is None:
+        """The branches' losses against this head's CAM seeds (the classifier without dropout,
+        no gradient; :func:`~wsod.models.roi_heads.affinity.affinity_phase_loss`,
+        :func:`~wsod.models.roi_heads.instance_branch.instance_phase_loss`)."""
+        if self.affinity is None and self.instance is None:
             raise ValueError(
-                "WSODCAMHead.train_affinity is set but the head has no affinity branch"
+                "WSODCAMHead.train_affinity is set but the head has no affinity or instance branch"
             )
         with torch.no_grad():
             cams = self.fc_cls(feats[self.in_index])
-            size = self._score_size(cams, int(self.affinity_cfg["stride"]))
-            maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
-        embedding = self.affinity(feats, size)
-        losses = affinity_phase_loss(
-            embedding, maps, image_labels, self.affinity_cfg, batch_img_metas
-        )
-        self.affinity_steps += 1
+        losses = {}
+        for branch, cfg, phase_loss, steps in (
+            (self.affinity, self.affinity_cfg, affinity_phase_loss, "affinity_steps"),
+            (self.instance, self.instance_cfg, instance_phase_loss, "instance_steps"),
+        ):
+            if branch is None:
+                continue
+            size = self._score_size(cams, int(cfg["stride"]))
+            with torch.no_grad():
+                maps = F.relu(F.interpolate(cams, size=size, mode="bilinear", align_corners=False))
+            out = branch(feats, size)
+            losses.update(phase_loss(out, maps, image_labels, cfg, batch_img_metas))
+            getattr(self, steps).add_(1)
         return losses
 
     def _check_can_walk(self, images: Tensor | None) -> str | None:
@@ -197,6 +246,14 @@ class WSODCAMHead(BaseModule):
             )
         return kind
 
+    def _check_can_group(self) -> None:
+        if self.scoring["type"] == "instances" and int(self.instance_steps) == 0:
+            raise ValueError(
+                "WSODCAMHead scoring.type='instances': the instance branch was never trained "
+                "(instance_steps is 0 in this checkpoint); train it with WSODAffinityPhaseHook "
+                "or use scoring.type='components'"
+            )
+
     @fp32_method  # scores, walks and box sums in fp32 under autocast (mixed_precision.py)
     def proposal_class_scores(
         self,
@@ -207,34 +264,98 @@ class WSODCAMHead(BaseModule):
         images: Tensor | None = None,
     ) -> list[Tensor]:
         """Per image (R_i, C) CAM box scores times class probabilities (``images``: the
-        (B, 3, H, W) inputs, needed by the colour walk)."""
+        (B, 3, H, W) inputs, needed by the colour walk). The group scorings score the
+        proposals alone here (test-time augmentation averages these); ``predict`` adds the
+        mask boxes."""
+        return [s for _, s in self._scored(feats, proposals, batch_img_metas, images, False)]
+
+    @fp32_method
+    def _scored(
+        self,
+        feats: tuple[Tensor],
+        proposals: list[Tensor],
+        batch_img_metas: list[dict] | None,
+        images: Tensor | None,
+        add_mask_boxes: bool,
+    ) -> list[tuple[Tensor, Tensor]]:
+        """Per image the boxes (its proposals, then with ``add_mask_boxes`` and a group
+        scoring the boxes of its class regions' groups; input pixels) and their (R_i, C)
+        scores."""
         kind = self._check_can_walk(images)
+        grouped = self.scoring["type"] in GROUP_SCORINGS
+        if grouped:
+            self._check_can_group()
         cams = self.forward(feats)
         probs = torch.sigmoid(cams.mean(dim=(2, 3)))  # (B, C)
         scale = self.upsample  # map pixels are ``upsample`` input pixels
         maps = F.relu(
             F.interpolate(cams, size=self._score_size(cams), mode="bilinear", align_corners=False)
         )
-        embedding, stride = None, None
-        if kind == "learned":  # the embedding (and the walk) at 1/stride of the input
-            stride = int(self.affinity_cfg["stride"])
-            embedding = self.affinity(feats, self._score_size(cams, stride))
+        branch_out = {}  # the branches' outputs, each at 1/its stride of the input
+        if kind == "learned":
+            branch_out["affinity"] = self.affinity(
+                feats, self._score_size(cams, self._stride("affinity"))
+            )
+        if self.scoring["type"] == "instances":
+            branch_out["instance"] = self.instance(
+                feats, self._score_size(cams, self._stride("instance"))
+            )
         out = []
         for i, boxes in enumerate(proposals):
             cam = maps[i]
-            emb = embedding[i] if embedding is not None else None
+            own = {k: v[i] for k, v in branch_out.items()}
             h, w = images.shape[-2:] if images is not None else (None, None)
             if batch_img_metas is not None:  # drop the padding
                 h, w = batch_img_metas[i]["img_shape"][:2]
                 cam = cam[:, : max(1, round(h / scale)), : max(1, round(w / scale))]
-                if emb is not None:
-                    emb = emb[:, : max(1, round(h / stride)), : max(1, round(w / stride))]
+                for k, v in own.items():
+                    st = self._stride(k)
+                    own[k] = v[:, : max(1, round(h / st)), : max(1, round(w / st))]
             if kind is not None:
                 image = images[i, :, :h, :w] if images is not None else None
-                cam = walk(cam, self.refine, probs[i], image, emb)
+                cam = walk(cam, self.refine, probs[i], image, own.get("affinity"))
             cam = cam / cam.flatten(1).max(dim=1).values.clamp(min=1e-6)[:, None, None]
-            out.append(score_boxes(cam, boxes / scale, self.scoring) * probs[i])
+            if not grouped:
+                out.append((boxes, score_boxes(cam, boxes / scale, self.scoring) * probs[i]))
+                continue
+            mask_boxes, scores = self.grouped_scores(cam, boxes / scale, own.get("instance"))
+            if add_mask_boxes:
+                boxes = torch.cat([boxes, mask_boxes * scale])
+            else:
+                scores = scores[: len(boxes)]
+            out.append((boxes, scores * probs[i]))
         return out
+
+    def _stride(self, branch: str) -> int:
+        return int((self.affinity_cfg if branch == "affinity" else self.instance_cfg)["stride"])
+
+    def grouped_scores(
+        self, cam: Tensor, boxes: Tensor, instance_out: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """One image's mask boxes and (R + E, C) group scores (map pixels;
+        :func:`~wsod.models.roi_heads.cam_instances.score_by_groups`): the instance branch's
+        field (and boundaries) upsampled to ``cam``'s size and rescaled to its pixels."""
+        opts = self.scoring
+        size = cam.shape[-2:]
+        kw = {}
+        if instance_out is not None:
+            disp, bound = split_outputs(instance_out[None].detach())  # grouping: no gradient
+            ratio = self._stride("instance") / self.upsample
+            field = F.interpolate(disp, size=size, mode="bilinear", align_corners=False)[0] * ratio
+            boundary = F.interpolate(
+                bound[:, None], size=size, mode="bilinear", align_corners=False
+            )
+            kw = dict(
+                field=field,
+                centroid_thr=float(opts["centroid_thr"]) / self.upsample,
+                iters=int(opts["iters"]),
+                boundary=boundary[0, 0],
+                boundary_thr=float(opts["boundary_thr"]),
+                landed=follow_field(field, int(opts["iters"])),
+            )
+        min_area = int(float(opts["min_area"]) * size[0] * size[1])
+        groups = [class_groups(c, float(opts["thr"]), min_area, **kw) for c in cam]
+        return score_by_groups(cam, boxes, float(opts["thr"]), groups)
 
     def predict(
         self,
@@ -245,10 +366,8 @@ class WSODCAMHead(BaseModule):
         rescale: bool = True,
         images: Tensor | None = None,
     ) -> list[InstanceData]:
-        scores = self.proposal_class_scores(
-            feats, proposals, proposal_scores, batch_img_metas, images=images
-        )
+        scored = self._scored(feats, proposals, batch_img_metas, images, True)
         return [
             nms_detections(b, s, meta, rescale, self.test_cfg)
-            for b, s, meta in zip(proposals, scores, batch_img_metas, strict=True)
+            for (b, s), meta in zip(scored, batch_img_metas, strict=True)
         ]

@@ -7,6 +7,11 @@ proposal by how much of the activation it holds for how much of the image it cov
     thresholded:      score = sum over the box of (CAM - thr)
                               / sum over the image of max(CAM - thr, 0)
     image:            score = 1 (every box gets the class probability alone)
+    instances:        per instance mask of the class region (the head's displacement field,
+                      :mod:`~wsod.models.roi_heads.cam_instances`): 'thresholded' on the
+                      instance's own region x its peak; the best instance; each mask's own box
+                      joins the proposals
+    components:       the same per 4-connected component of the region (no field needed)
 
 Scores are clipped at 0; the head multiplies them by the class probability. Sums over boxes use
 a summed-area table, so 1000 proposals x 20 classes cost a few ms.
@@ -38,7 +43,21 @@ SCORING_KEYS = {
     "mass_minus_area": {"area_weight": 1.0},
     "thresholded": {"thr": 0.2},
     "image": {},
+    # per group of the class region (mask boxes added to the proposals; the head runs them,
+    # :func:`~wsod.models.roi_heads.cam_instances.score_by_groups`). thr as 'thresholded';
+    # min_area: smaller groups are dropped (fraction of the image, IRN's 1 %); centroid_thr:
+    # a centroid region is where the field is shorter (input pixels: IRN's 2.5 at stride 4);
+    # iters: steps along the field; boundary_thr: boundary pixels leave the mask
+    "instances": {
+        "thr": 0.3,
+        "min_area": 0.01,
+        "centroid_thr": 10.0,
+        "iters": 100,
+        "boundary_thr": 0.5,
+    },
+    "components": {"thr": 0.3, "min_area": 0.01},
 }
+GROUP_SCORINGS = ("instances", "components")
 DEFAULT_SCORING = {"type": "mass_minus_area"}
 REMOVED = {
     "mean_in_out": "removed (measured, not adopted); use 'mass_minus_area' or 'thresholded'",
@@ -52,7 +71,8 @@ def check_scoring(cfg: dict | None) -> dict:
 
     Raises:
         ValueError: an unknown type, or a key the type does not read (``image`` reads none and
-            ignores any).
+            ignores any; ``components`` ignores the keys of ``instances``, so that an
+            ``instances`` config switches to it with ``scoring.type=components`` alone).
     """
     cfg = dict(DEFAULT_SCORING if cfg is None else cfg)
     kind = cfg.pop("type", None)
@@ -62,6 +82,8 @@ def check_scoring(cfg: dict | None) -> dict:
         raise ValueError(f"WSODCAMHead scoring.type={kind!r}: use one of {', '.join(SCORING_KEYS)}")
     known = SCORING_KEYS[kind]
     unknown = set(cfg) - set(known)
+    if kind == "components":  # ignores the field's keys: scoring.type alone switches
+        unknown -= set(SCORING_KEYS["instances"])
     if unknown and kind != "image":
         raise ValueError(
             f"WSODCAMHead scoring: {kind!r} does not read {sorted(unknown)}; its keys: "
@@ -120,6 +142,8 @@ def cam_box_scores(
         shifted = cam - thr
         positive = shifted.clamp(min=0).flatten(1).sum(1).clamp(min=1e-6)  # (C,)
         return (box_sums(summed_area(shifted), boxes) / positive).clamp(min=0)
+    if mode in GROUP_SCORINGS:
+        raise ValueError(f"CAM box score mode {mode!r} adds boxes: WSODCAMHead runs it")
     if mode != "mass_minus_area":
         raise ValueError(f"unknown CAM box score mode {mode!r}")
     integral = summed_area(cam)
