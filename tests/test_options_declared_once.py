@@ -5,7 +5,7 @@ pipeline's value check reads its type, choices and range from there.
 Two ways an option could be declared a second time are refused, and each refusal is shown on a
 planted duplicate: an ``add_argument`` written by hand for it (argparse's own declaration of
 its type and default), and a dict keyed by option names outside the command modules (the old
-``RANGES`` of ``wsod.pipeline.checks``, a table of types or of choices). A default that a help
+``RANGES`` of ``wsod.pipeline.checks``, or a table of choices). A default that a help
 text prints (``[2000]``) is read by the test from the one place that holds it, ``run``'s
 signature or the training options dataclass, and must match.
 """
@@ -72,9 +72,8 @@ def _keys_and_values(node: ast.AST) -> list[tuple[str, ast.AST | None]]:
 
 def _declares(value: ast.AST | None) -> bool:
     """Whether a dict value reads as an option's declaration: a range ``(low, high)`` of
-    numbers or None, a type (``int``, ``float``, ...), or choices (a tuple of strings)."""
-    if isinstance(value, ast.Name):
-        return value.id in ("int", "float", "str", "bool")
+    numbers or None, or choices (a tuple of strings). (A bare type is not counted: a file
+    format's schema, ``metrics.json``'s ``{'split': str, ...}``, shares names with options.)"""
     if not isinstance(value, ast.Tuple | ast.List) or not value.elts:
         return False
     consts = [e.value for e in value.elts if isinstance(e, ast.Constant)]
@@ -85,7 +84,7 @@ def _declares(value: ast.AST | None) -> bool:
 
 
 def option_tables(source: str, dests: set[str]) -> list[str]:
-    """Dicts in ``source`` that declare an option's range, type or choices by its dest."""
+    """Dicts in ``source`` that declare an option's range or choices by its dest."""
     found = []
     for node in ast.walk(ast.parse(source)):
         for key, value in _keys_and_values(node):
@@ -115,15 +114,15 @@ def test_no_option_is_declared_in_a_table_outside_its_command():
         for p, text in _sources(commands)
         if (hits := option_tables(text, _dests()))
     }
-    assert found == {}, "an option's range, type and choices belong to its Option"
+    assert found == {}, "an option's range and choices belong to its Option"
 
 
 def test_a_planted_duplicate_is_caught():
     """The two scans above fail on the duplicates they are there to stop."""
     ranges = "RANGES = {**dict.fromkeys(('max_boxes', 'workers'), (1, None)), 'beyond': (0, None)}"
     assert len(option_tables(ranges, _dests())) == 3
-    types = "TYPES = dict(max_boxes=int)\nCHOICES = {'mode': ('fast', 'quality')}"
-    assert len(option_tables(types, _dests())) == 2
+    choices = "CHOICES = {'mode': ('fast', 'quality')}\nLIMITS = dict(iou_thr=[0, 1])"
+    assert len(option_tables(choices, _dests())) == 2
     # plain values keyed by option names (a quick pipeline's section) declare nothing
     assert option_tables("weak = dict(max_iters=10, config='c.py')", _dests()) == []
     by_hand = "def add(p):\n    p.add_argument('--max-boxes', type=int, help='boxes')\n"
@@ -197,7 +196,7 @@ def test_a_default_shown_in_help_is_the_one_run_uses(stage):
 def test_an_option_checks_its_own_range_type_and_choices():
     box = Option("--max-boxes", type=int, low=1, help="boxes")
     box.check(5, "w")
-    for bad, why in [(0, "want a value >= 1"), (2.5, "want a whole number"), (True, "whole")]:
+    for bad, why in [(0, "want a value >= 1"), (2.5, "want a whole number"), (True, "want a whole")]:
         with pytest.raises(ValueError, match=f"^w: {why}"):
             box.check(bad, "w")
     thr = Option("--iou-thr", type=float, low=0, high=1, help="iou")

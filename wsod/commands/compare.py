@@ -34,14 +34,16 @@ OPTIONS = (
     Option(
         "--against",
         metavar="FILE",
-        help="docs/results.md (its headline table) or another run's metrics.json [docs/results.md]"),
+        help="docs/results.md (its headline table) or another run's metrics.json [docs/results.md]",
+    ),
     Option("--out", metavar="JSON", help="also write the rows as json"),
     Option(
         "--beyond",
         type=float,
         low=0,
         metavar="K",
-        help="call a difference beyond the spread above K x the run-to-run sd [2]"),
+        help="call a difference beyond the spread above K x the run-to-run sd [2]",
+    ),
 )
 
 

@@ -42,44 +42,51 @@ OPTIONS = (
         "--source",
         metavar="PATH",
         help="dataset folder (voc: the VOC2007 folder; csv: image folder; coco: "
-        "json or folder; demo: folder to generate into)"),
+        "json or folder; demo: folder to generate into)",
+    ),
+    Option("--out-dir", metavar="DIR", help="where <split>.json and <split>_gt.json go"),
     Option(
-        "--out-dir", metavar="DIR", help="where <split>.json and <split>_gt.json go"),
-    Option(
-        "--format", choices=("voc", "csv", "coco", "demo"), help="dataset format; voc if not given"),
+        "--format", choices=("voc", "csv", "coco", "demo"), help="dataset format; voc if not given"
+    ),
     Option(
         "--splits",
         nargs="+",
         metavar="SPLIT",
         help="splits to read (voc/demo: list names; csv/coco: CSV/json files or "
-        "their names in --source); train val if not given"),
+        "their names in --source); train val if not given",
+    ),
     Option(
         "--limit",
         type=int,
         low=1,
         metavar="N",
-        help="keep only the first N images of each split (tests, quick runs)"),
+        help="keep only the first N images of each split (tests, quick runs)",
+    ),
     Option(
         "--skip-bad",
         action="store_true",
         default=None,
-        help="skip and count bad items instead of stopping"),
+        help="skip and count bad items instead of stopping",
+    ),
     Option("--seed", type=int, low=0, help="demo generator seed; 0 if not given"),
     Option(
         "--num-images",
         type=int,
         low=1,
         metavar="N",
-        help="demo size: N train images and N/4 val; 400 / 100 if not given"),
+        help="demo size: N train images and N/4 val; 400 / 100 if not given",
+    ),
     Option(
         "--boxes",
         metavar="PATH",
-        help="csv: eval-only boxes (COCO json or folder of VOC XML files)"),
+        help="csv: eval-only boxes (COCO json or folder of VOC XML files)",
+    ),
     Option(
         "--classes",
         nargs="+",
         metavar="NAME",
-        help="class names in category-id order; from the dataset if not given"),
+        help="class names in category-id order; from the dataset if not given",
+    ),
 )
 
 

@@ -33,7 +33,8 @@ OPTIONS = (
     Option(
         "--detections",
         metavar="JSON",
-        help="COCO results json (image_id, category_id, bbox xywh, score)"),
+        help="COCO results json (image_id, category_id, bbox xywh, score)",
+    ),
     Option("--split", metavar="JSON", help="weak-label split json (from wsod data)"),
     Option("--out", metavar="JSON", help="pseudo-label COCO instances json to write"),
     Option(
@@ -41,25 +42,29 @@ OPTIONS = (
         metavar="LIST|FILE",
         help="strategy chain: JSON or python-literal list of dicts with 'type', "
         "or a .json/.py file (a .py defines `strategies = [...]`); default "
-        "label_consistency -> top1"),
+        "label_consistency -> top1",
+    ),
     Option(
         "--quality-gt",
         dest="quality_gt",
         metavar="JSON",
         help="reference boxes of the same split: writes <out>.quality.json "
-        "(diagnosis only, never used to choose boxes)"),
+        "(diagnosis only, never used to choose boxes)",
+    ),
     Option(
         "--ablate",
         action="store_true",
         default=None,
         help="also score the built-in strategy chains and print one table "
-        "(needs --quality-gt); writes <out>.ablation.json"),
+        "(needs --quality-gt); writes <out>.ablation.json",
+    ),
     Option(
         "--min-score",
         dest="min_score",
         type=float,
         metavar="S",
-        help="drop detections scoring below S when reading (no fallback)"),
+        help="drop detections scoring below S when reading (no fallback)",
+    ),
 )
 
 

@@ -35,42 +35,51 @@ OPTIONS = (
         nargs="+",
         metavar="NAME=PATH",
         help="COCO results json per detector on the eval split (name=path; a "
-        "bare path is named by its file stem)"),
+        "bare path is named by its file stem)",
+    ),
     Option("--out", metavar="FILE", help="output metrics.json"),
     Option(
-        "--names", nargs="+", metavar="NAME", help="names for bare --detections paths, in order"),
+        "--names", nargs="+", metavar="NAME", help="names for bare --detections paths, in order"
+    ),
     Option(
         "--train-gt",
         metavar="FILE",
-        help="train split ground truth, for CorLoc / pseudo-label diagnostics"),
+        help="train split ground truth, for CorLoc / pseudo-label diagnostics",
+    ),
     Option(
         "--train-detections",
         nargs="+",
         metavar="NAME=PATH",
-        help="detections on the train split, scored by CorLoc"),
+        help="detections on the train split, scored by CorLoc",
+    ),
     Option(
         "--pseudo-labels",
         metavar="FILE",
-        help="pseudo labels (COCO instances + score) on train images"),
+        help="pseudo labels (COCO instances + score) on train images",
+    ),
     Option(
         "--split-name",
         metavar="NAME",
-        help="name of the evaluated split (default: from the gt file)"),
+        help="name of the evaluated split (default: from the gt file)",
+    ),
     Option("--iou-thr", type=float, low=0, high=1, metavar="T", help="IoU threshold (default 0.5)"),
     Option(
-        "--pr-points", type=int, metavar="N", help="recall levels kept per PR curve (default 101)"),
+        "--pr-points", type=int, metavar="N", help="recall levels kept per PR curve (default 101)"
+    ),
     Option(
         "--label-splits",
         nargs="+",
         metavar="NAME=PATH",
         help="weak-label splits (train=.../train.json val=.../val.json): images per class, and "
         "on the evaluated split's tags how often each detector fires and how weak and strong "
-        "agree; what tags-only data is judged by"),
+        "agree; what tags-only data is judged by",
+    ),
     Option(
         "--score-thr",
         type=float,
         metavar="T",
-        help="score from which a detection counts as firing, for --label-splits (default 0.3)"),
+        help="score from which a detection counts as firing, for --label-splits (default 0.3)",
+    ),
 )
 
 

@@ -52,7 +52,8 @@ OPTIONS = (
         "--images",
         nargs="+",
         metavar="PATH",
-        help="image files, folders, globs (quote them) or list files (.txt/.lst, a path a line)"),
+        help="image files, folders, globs (quote them) or list files (.txt/.lst, a path a line)",
+    ),
     Option("--strong-dir", help="the strong stage's work dir (strong_model.json)"),
     Option("--out-dir", help="where images.json, detections.json and vis/ go"),
     Option("--device", help="torch device [cuda:0 when there is a GPU, else cpu]"),
@@ -62,13 +63,15 @@ OPTIONS = (
         choices=("image", "detections", "1"),
         help="rescore by the black box, as the pipeline's rescore_by_black_box: 'image' (a CAM's "
         "class probability) or 'detections' (= the pipeline's 1: its top detection score) "
-        "[the pipeline's rescore_by_black_box; none without it]"),
+        "[the pipeline's rescore_by_black_box; none without it]",
+    ),
     Option(
         "--no-rescore",
         dest="rescore",
         action="store_const",
         const="none",
-        help="output the detector alone, even when the pipeline rescores"),
+        help="output the detector alone, even when the pipeline rescores",
+    ),
     Option("--weak-dir", help="the weak stage's work dir (the black box), for rescoring"),
     Option("--weak-config", help="the weak config [the pipeline's weak.config]"),
 )

@@ -30,7 +30,8 @@ OPTIONS = (
         "--method",
         choices=("selective_search", "edge_boxes", "import", "whole_image"),
         help="proposal method [selective_search]; whole_image: one box = the image (for image-"
-        "level scores of a CAM black box)"),
+        "level scores of a CAM black box)",
+    ),
     Option("--mode", choices=("fast", "quality"), help="selective search mode [fast]"),
     Option("--max-boxes", type=int, low=1, help="boxes kept per image, best first [2000]"),
     Option("--min-size", type=float, low=0, help="drop boxes with a side below this [8 px]"),
@@ -38,39 +39,46 @@ OPTIONS = (
     Option(
         "--shard",
         metavar="I/N",
-        help="process images[i::n] only (0-based i); merge the shards with --merge"),
+        help="process images[i::n] only (0-based i); merge the shards with --merge",
+    ),
     Option(
         "--cache-dir",
         help="per-image cache for resuming, keyed by settings, image name and content: one "
         "folder can serve every run on the same images (make uses $WSOD_CACHE/proposals) "
-        "[<out>.cache]"),
+        "[<out>.cache]",
+    ),
     Option("--import-file", help="proposals to import (.mat, .pkl, .npz)"),
     Option(
         "--import-layout",
         choices=("yx1", "xy"),
         help="box layout of the import: yx1 = 1-based y1,x1,y2,x2 (default for .mat), "
-        "xy = x1,y1,x2,y2 (default for .pkl/.npz)"),
+        "xy = x1,y1,x2,y2 (default for .pkl/.npz)",
+    ),
     Option(
         "--allow-pickle",
         action="store_const",
         const=True,
-        help="allow reading .pkl files (unpickling runs code: trusted files only)"),
+        help="allow reading .pkl files (unpickling runs code: trusted files only)",
+    ),
     Option(
         "--edge-model",
         help="structured-edge model (model.yml.gz) for edge_boxes; "
-        "without it a weaker Sobel edge map is used"),
+        "without it a weaker Sobel edge map is used",
+    ),
     Option(
         "--resize",
         type=int,
         low=0,
         help="working size: run on images shrunk to this longer side, boxes mapped back to full "
-        "pixels; 0 = full resolution (minutes per 12 MP photo) [500]"),
+        "pixels; 0 = full resolution (minutes per 12 MP photo) [500]",
+    ),
     Option("--seed", type=int, low=0, help="seed of selective search's ranking [0]"),
     Option(
         "--merge",
         nargs="+",
         metavar="SHARD_FILE",
-        help="combine these shard outputs into --out instead of computing"),
+        help="combine these shard outputs into --out instead of computing",
+    ),
     Option("--data-root", help="override the split's info.data_root"),
 )
 

@@ -25,34 +25,39 @@ Provenance and cost per stage come from the .meta.json sidecars under --run-dir.
 OPTIONS = (
     Option("--metrics", metavar="FILE", help="metrics.json of `wsod evaluate`"),
     Option("--out-dir", metavar="DIR", help="folder for report.md/html and PNGs"),
-    Option(
-        "--gt", metavar="FILE", help="evaluated split's <split>_gt.json: enables the gallery"),
+    Option("--gt", metavar="FILE", help="evaluated split's <split>_gt.json: enables the gallery"),
     Option(
         "--detections",
         nargs="+",
         metavar="NAME=PATH",
-        help="detections drawn in the gallery (default: those in metrics.json)"),
+        help="detections drawn in the gallery (default: those in metrics.json)",
+    ),
     Option(
-        "--pseudo-labels", metavar="FILE", help="pseudo labels drawn against the train ground truth"),
+        "--pseudo-labels", metavar="FILE", help="pseudo labels drawn against the train ground truth"
+    ),
     Option(
-        "--gallery-images", type=int, metavar="N", help="images per gallery (default 8; 0 disables)"),
+        "--gallery-images", type=int, metavar="N", help="images per gallery (default 8; 0 disables)"
+    ),
     Option(
         "--run-dir",
         metavar="DIR",
         help="run whose .meta.json sidecars give provenance and cost per stage "
-        "(default: the folder above the metrics file's, RUN for RUN/eval/metrics.json)"),
+        "(default: the folder above the metrics file's, RUN for RUN/eval/metrics.json)",
+    ),
     Option("--title", help="report title"),
     Option(
         "--quick-look",
         metavar="PIPELINE",
         help="the run is the quick look of PIPELINE (make all QUICK=1): the report and its last "
-        "line say so and name the full run to make next"),
+        "line say so and name the full run to make next",
+    ),
     Option("--seed", type=int, low=0, help="seed of the gallery's image choice (default 0)"),
     Option(
         "--score-thr",
         type=float,
         metavar="S",
-        help="minimum score of a drawn detection (default 0.3)"),
+        help="minimum score of a drawn detection (default 0.3)",
+    ),
 )
 
 
@@ -66,9 +71,7 @@ def execute(args: argparse.Namespace) -> int:
     for opt, flag in (("metrics", "--metrics"), ("out_dir", "--out-dir")):
         if getattr(args, opt, None) is None:
             raise ValueError(f"{flag} is required (or give it in the pipeline's 'report' dict)")
-    result = run(
-        args.metrics, args.out_dir, **run_kwargs(args, OPTIONS, ("metrics", "out_dir"))
-    )
+    result = run(args.metrics, args.out_dir, **run_kwargs(args, OPTIONS, ("metrics", "out_dir")))
     print(
         f"wrote {result['html']} and {result['markdown']} "
         f"({len(result['figures'])} plots, {len(result['gallery'])} gallery images)"

@@ -26,10 +26,10 @@ OPTIONS = (
         "--black-box",
         dest="black_box",
         metavar="JSON",
-        help="the black box's COCO results json on the same images"),
+        help="the black box's COCO results json on the same images",
+    ),
     Option("--out", metavar="JSON", help="rescored COCO results json to write"),
-    Option(
-        "--split", metavar="JSON", help="the images' split json (checks image and class ids)"),
+    Option("--split", metavar="JSON", help="the images' split json (checks image and class ids)"),
 )
 
 

@@ -9,9 +9,9 @@ import json
 from wsod.commands import (
     config_options,
     launcher_option,
+    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
     precision_option,
     resume_option,
-    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
     training_kwargs,
 )
 from wsod.utils.options import Option, add_options
@@ -65,7 +65,8 @@ OPTIONS = (
         "--fully-supervised-gt",
         metavar="TRAIN_BOXES_JSON",
         help="train on these REAL boxes instead of pseudo labels: the fully "
-        "supervised reference (an upper bound); outputs default to fsd_*"),
+        "supervised reference (an upper bound); outputs default to fsd_*",
+    ),
     Option("--work-dir", help="checkpoints, logs, resolved config, default outputs"),
     Option(
         "--infer",
@@ -73,18 +74,21 @@ OPTIONS = (
         metavar="SPLIT[:PROPOSALS][:OUT]",
         help="detect on a split json after training; OUT defaults to "
         "<work-dir>/[fsd_]<split>_dets.json; PROPOSALS (.pkl/.npz, `wsod proposals`) only "
-        "for a config that reads them (reads_proposals = True) (repeatable)"),
+        "for a config that reads them (reads_proposals = True) (repeatable)",
+    ),
     Option(
         "--train-proposals",
         metavar="PKL",
         help="the training images' proposals (`wsod proposals`), for a config that reads "
-        "them instead of an RPN (reads_proposals = True: projects/fast_rcnn/configs/); part of the run"),
+        "them instead of an RPN (reads_proposals = True: projects/fast_rcnn/configs/); part of the run",
+    ),
     Option(
         "--allow-pickle",
         action="store_const",
         const=True,
         help="allow a --train-proposals/--infer .pkl that has no .npz twin (unpickling runs "
-        "code in the file: trusted files only)"),
+        "code in the file: trusted files only)",
+    ),
     *config_options("train_cfg.max_iters=100"),
     Option("--data-root", help="image folder [the training file's info.data_root]"),
     Option(
@@ -92,13 +96,15 @@ OPTIONS = (
         metavar="TRAIN_SPLIT_JSON",
         help="weak-label split of the training images (their image-level labels), for a "
         "config whose strong_inputs plug-in reads them (projects/soft_teacher/configs/) "
-        "[the training file's info.split_file]"),
+        "[the training file's info.split_file]",
+    ),
     Option(
         "--init-backbone",
         metavar="WEAK_MODEL_JSON",
         help="start the backbone from the black box's trained trunk (its weak_model.json; "
         "same backbone type as the config, e.g. a Lite0 CAM and a faster-rcnn_efficientnet-"
-        "lite0 config) instead of ImageNet; image labels only, as the black box saw"),
+        "lite0 config) instead of ImageNet; image labels only, as the black box saw",
+    ),
     resume_option(),
     launcher_option(),
     precision_option(),

@@ -9,9 +9,9 @@ import json
 from wsod.commands import (
     config_options,
     launcher_option,
+    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
     precision_option,
     resume_option,
-    parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
     run_kwargs,
     training_kwargs,
 )
@@ -88,8 +88,7 @@ counting the images without one.
 IMPORT = "import another detector's detections (instead of training)"
 
 OPTIONS = (
-    Option(
-        "--config", help="weak detector config (configs/cam; projects/mil_baselines/configs)"),
+    Option("--config", help="weak detector config (configs/cam; projects/mil_baselines/configs)"),
     Option("--work-dir", help="checkpoints, logs, resolved config, default outputs"),
     Option("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on"),
     Option("--train-proposals", metavar="PKL", help="proposals of the training split"),
@@ -98,11 +97,14 @@ OPTIONS = (
         action="append",
         metavar="SPLIT:PROPOSALS[:OUT]",
         help="detect on a split after training (repeatable) [the training split -> "
-        "<work-dir>/train_dets.json]"),
+        "<work-dir>/train_dets.json]",
+    ),
     Option(
         "--no-infer",
         action="store_true",
-        help="train only (detect later: the same command without --train-split, with --infer)", default=False),
+        help="train only (detect later: the same command without --train-split, with --infer)",
+        default=False,
+    ),
     *config_options("train_dataloader.batch_size=1"),
     Option(
         "--affinity-start-iter",
@@ -111,7 +113,8 @@ OPTIONS = (
         metavar="N",
         help="first iteration of the affinity phase of a two-phase CAM black box (its "
         "WSODAffinityPhaseHook, wherever it stands in custom_hooks); below --max-iters, e.g. "
-        "4/5 of it [the config's]"),
+        "4/5 of it [the config's]",
+    ),
     resume_option(),
     launcher_option(),
     precision_option(),
@@ -119,25 +122,42 @@ OPTIONS = (
         "--import",
         dest="import_file",
         metavar="FILE",
-        help="COCO results json, VOC comp4_det txt folder/glob, or detections.pkl", group=IMPORT),
+        help="COCO results json, VOC comp4_det txt folder/glob, or detections.pkl",
+        group=IMPORT,
+    ),
     Option(
         "--import-format",
         choices=("coco", "voc_txt", "pkl"),
-        help="format of --import [guessed from the path]", group=IMPORT),
+        help="format of --import [guessed from the path]",
+        group=IMPORT,
+    ),
     Option(
         "--allow-pickle",
         action="store_const",
         const=True,
         help="allow unpickling --import (pkl format) and a --train-proposals/--infer .pkl "
-        "that has no .npz twin (unpickling runs code in the file: trusted files only)", group=IMPORT),
+        "that has no .npz twin (unpickling runs code in the file: trusted files only)",
+        group=IMPORT,
+    ),
     Option(
         "--drop-unmatched",
         action="store_const",
         const=True,
-        help="drop detections whose image or class is not in --split", group=IMPORT),
+        help="drop detections whose image or class is not in --split",
+        group=IMPORT,
+    ),
     Option(
-        "--split", metavar="SPLIT_JSON", help="the split the imported detections are for", group=IMPORT),
-    Option("--out", metavar="JSON", help="imported detections [<work-dir>/train_dets.json]", group=IMPORT),
+        "--split",
+        metavar="SPLIT_JSON",
+        help="the split the imported detections are for",
+        group=IMPORT,
+    ),
+    Option(
+        "--out",
+        metavar="JSON",
+        help="imported detections [<work-dir>/train_dets.json]",
+        group=IMPORT,
+    ),
     Option(
         "--min-coverage",
         type=float,
@@ -145,7 +165,9 @@ OPTIONS = (
         high=1,
         metavar="SHARE",
         help="refuse an import with a detection for less than this share of the split's "
-        "labelled (image, class) pairs; 0 accepts any [0.9]", group=IMPORT),
+        "labelled (image, class) pairs; 0 accepts any [0.9]",
+        group=IMPORT,
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_value
 
+
 def check_options(pipeline: dict, path: str | os.PathLike) -> None:
     """Every stage option's value against its declaration (the ``OPTIONS`` of ``wsod
     <stage>``: its ``choices`` and ``type``, as on the command line, and its range); flags want

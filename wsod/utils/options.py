@@ -126,7 +126,9 @@ class Option:
             return
         want = (int,) if self.type is int else (int, float)
         if isinstance(item, bool) or not isinstance(item, want):
-            raise ValueError(f"{where}: want {'a whole number' if self.type is int else 'a number'}")
+            raise ValueError(
+                f"{where}: want {'a whole number' if self.type is int else 'a number'}"
+            )
         below = self.low is not None and item < self.low
         if below or (self.high is not None and item > self.high):
             raise ValueError(f"{where}: want a value {self.range_text()}")
