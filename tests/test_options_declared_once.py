@@ -196,7 +196,11 @@ def test_a_default_shown_in_help_is_the_one_run_uses(stage):
 def test_an_option_checks_its_own_range_type_and_choices():
     box = Option("--max-boxes", type=int, low=1, help="boxes")
     box.check(5, "w")
-    for bad, why in [(0, "want a value >= 1"), (2.5, "want a whole number"), (True, "want a whole")]:
+    for bad, why in [
+        (0, "want a value >= 1"),
+        (2.5, "want a whole number"),
+        (True, "want a whole"),
+    ]:
         with pytest.raises(ValueError, match=f"^w: {why}"):
             box.check(bad, "w")
     thr = Option("--iou-thr", type=float, low=0, high=1, help="iou")
