@@ -37,7 +37,7 @@ def test_stage_help_has_examples(stage, capsys):
 @pytest.mark.parametrize("stage", STAGES)
 def test_each_stage_calls_its_run(stage):
     cmd = importlib.import_module(f"wsod.commands.{stage}")
-    for name in ("HELP", "EXAMPLES", "add_arguments", "execute"):
+    for name in ("HELP", "EXAMPLES", "OPTIONS", "add_arguments", "execute"):
         assert hasattr(cmd, name), f"wsod.commands.{stage} lacks {name}"
     stage_mod = importlib.import_module(f"wsod.stages.{stage}")
     assert callable(stage_mod.run)
@@ -104,7 +104,7 @@ def test_pipeline_cfg_options_merge_with_the_command_line(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_each_option_is_declared_once_and_is_a_parameter_of_run(stage):
-    """Option names live in `add_arguments` only: every dest reaches `run` under its own name,
+    """Option names live in `OPTIONS` only: every dest reaches `run` under its own name,
     as a parameter or a field of its options dataclass (weak's --no-infer is read by `execute`
     itself; its import options go to `import_detections`)."""
     import inspect

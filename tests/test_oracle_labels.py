@@ -217,7 +217,7 @@ def test_label_files_train_as_pseudo_labels(run_dir: Path, tmp_path: Path) -> No
 
     from wsod.datasets.train_annotations import read_training_boxes
     from wsod.pipeline.core import make_values
-    from wsod.stages.strong import _set_dataset
+    from wsod.training.coco_dataset import set_coco_dataset
     from wsod.utils.io import write_json
 
     rows = oracle.write_labels(run_dir, tmp_path)
@@ -235,7 +235,7 @@ def test_label_files_train_as_pseudo_labels(run_dir: Path, tmp_path: Path) -> No
         ann_path = tmp_path / f"{name}_train_annotations.json"
         write_json(ann_path, train_ann)
         cfg = Config.fromfile(str(REPO / config))
-        _set_dataset(cfg.train_dataloader.dataset, config, ann_path, root, classes)
+        set_coco_dataset(cfg.train_dataloader.dataset, config, ann_path, root, classes)
         ds = DATASETS.build(cfg.train_dataloader.dataset)
         boxed = {a["image_id"] for a in labels["annotations"]}
         assert sorted(ds.get_data_info(i)["img_id"] for i in range(len(ds))) == sorted(boxed)

@@ -134,6 +134,7 @@ def test_weak_stage_passes_allow_pickle_to_the_dataset(split3, tmp_path):
     from mmengine.config import ConfigDict
 
     from wsod.stages import weak
+    from wsod.training.split_dataset import set_split_dataset
 
     plain = tmp_path / "plain.pkl"
     plain.write_bytes(pickle_bytes(_props(split3)))
@@ -141,9 +142,9 @@ def test_weak_stage_passes_allow_pickle_to_the_dataset(split3, tmp_path):
     ds = ConfigDict(type="WSODWeakDataset")
     # without --allow-pickle a pickle without its .npz twin is refused before anything is wired
     with pytest.raises(weak.WeakStageError, match="without its .npz twin.*--allow-pickle"):
-        weak._set_dataset(ds, split3, split, plain)
+        set_split_dataset(ds, split3, split, plain, error=weak.WeakStageError)
     assert not ds.get("allow_pickle")
-    weak._set_dataset(ds, split3, split, plain, allow_pickle=True)
+    set_split_dataset(ds, split3, split, plain, allow_pickle=True, error=weak.WeakStageError)
     assert ds.allow_pickle is True
 
 

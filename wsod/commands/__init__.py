@@ -1,17 +1,20 @@
-"""One module per subcommand: ``HELP``, ``EXAMPLES``, ``add_arguments(parser)`` and
-``execute(args)``, which unpacks the arguments into ``wsod.stages.<stage>.run``.
+"""One module per subcommand: ``HELP``, ``EXAMPLES``, ``OPTIONS``, ``add_arguments(parser)``
+and ``execute(args)``, which unpacks the arguments into ``wsod.stages.<stage>.run``.
+
+An option is declared once, in its command's ``OPTIONS`` table of
+:class:`wsod.utils.options.Option` (flag, dest, type, choices, range, metavar, help): the table
+generates the parser's arguments and ``--help`` (``add_arguments``), :func:`run_kwargs` passes
+every option given to ``run`` under its dest (a training stage's options as one object,
+:func:`training_kwargs`), and the pipeline file's stage keys and values are checked against the
+same table (:func:`stage_options`, :func:`stage_declarations`).
 
 Options default to ``None`` so that ``--pipeline`` can fill them; the real defaults are the
 keyword defaults of ``run`` (a training stage's: the fields of its options dataclass, a
-:class:`wsod.training.TrainOptions`, whose defaults its ``--help`` prints). An option's name is
-declared once, in ``add_arguments``: :func:`run_kwargs` passes every option given to ``run``
-under its dest (a training stage's options as one object, :func:`training_kwargs`), and the
-pipeline file's stage keys are checked against the same dests (:func:`stage_options`).
+:class:`wsod.training.TrainOptions`, whose defaults its ``--help`` prints).
 
 The training commands (``weak``, ``strong``) share their mmengine options: see
-:func:`add_config_options`, :func:`add_launcher_option`, :func:`add_precision_option`,
-:func:`add_resume_option` and
-:func:`training_kwargs`.
+:func:`config_options`, :func:`launcher_option`, :func:`precision_option`,
+:func:`resume_option` and :func:`training_kwargs`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 
 from wsod import STAGES  # noqa: F401  (the subcommands, in pipeline order)
+from wsod.utils.options import Option, add_options, by_dest
 
 
 def kwargs_of(args, *names: str) -> dict:
@@ -29,73 +33,69 @@ def kwargs_of(args, *names: str) -> dict:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
+def stage_declarations(stage: str) -> dict[str, Option]:
+    """The options of ``wsod <stage>`` by dest, in declaration order (its ``OPTIONS``)."""
+    return by_dest(importlib.import_module(f"wsod.commands.{stage}").OPTIONS)
+
+
+def stage_options(stage: str) -> tuple[str, ...]:
+    """The option dests of ``wsod <stage>`` (the keys its pipeline section may hold)."""
+    return tuple(stage_declarations(stage))
+
+
+def stage_config_check(stage: str) -> Callable | None:
+    """The ``check_config(cfg, config, section)`` of ``wsod <stage>``'s command module, if it
+    has one: the stage's own rules on its config with a pipeline section's values applied
+    (the pipeline's up-front check calls it; the weak stage's: its phases fit the schedule)."""
+    return getattr(importlib.import_module(f"wsod.commands.{stage}"), "check_config", None)
+
+
 @functools.cache
-def option_actions(
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-) -> dict[str, argparse.Action]:
-    """The argparse actions that ``add_arguments`` declares, by dest, in declaration order
-    (their ``type``, ``choices`` and ``nargs`` check a pipeline's values as the parser would)."""
+def stage_actions(stage: str) -> dict[str, argparse.Action]:
+    """The argparse actions that ``wsod <stage>``'s ``OPTIONS`` generate, by dest (the first
+    of two flags with one dest)."""
     parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
+    add_options(parser, importlib.import_module(f"wsod.commands.{stage}").OPTIONS)
     actions: dict[str, argparse.Action] = {}
     for action in parser._actions:
         actions.setdefault(action.dest, action)
     return actions
 
 
-@functools.cache
-def option_names(add_arguments: Callable[[argparse.ArgumentParser], None]) -> tuple[str, ...]:
-    """The dests of the options that ``add_arguments`` declares, in declaration order."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    return tuple(dict.fromkeys(action.dest for action in parser._actions))
-
-
-def stage_options(stage: str) -> tuple[str, ...]:
-    """The option dests of ``wsod <stage>`` (the keys its pipeline section may hold)."""
-    return option_names(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
-
-
-def stage_actions(stage: str) -> dict[str, argparse.Action]:
-    """The argparse actions of ``wsod <stage>`` by dest (see :func:`option_actions`)."""
-    return option_actions(importlib.import_module(f"wsod.commands.{stage}").add_arguments)
-
-
 def run_kwargs(
-    args: argparse.Namespace,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
-    passed: Collection[str] = (),
+    args: argparse.Namespace, options: Sequence[Option], passed: Collection[str] = ()
 ) -> dict:
-    """:func:`kwargs_of` over every option ``add_arguments`` declares, except those in
-    ``passed`` (given to ``run`` positionally, or used by ``execute`` itself)."""
-    return kwargs_of(args, *(n for n in option_names(add_arguments) if n not in passed))
+    """:func:`kwargs_of` over every option of ``options`` (a command's ``OPTIONS``), except
+    those in ``passed`` (given to ``run`` positionally, or used by ``execute`` itself)."""
+    return kwargs_of(args, *(n for n in by_dest(options) if n not in passed))
 
 
-def add_config_options(parser: argparse.ArgumentParser, cfg_example: str) -> None:
-    """Add ``--cfg-options``, ``--seed`` and ``--max-iters`` (a training stage's config).
+def config_options(cfg_example: str) -> tuple[Option, ...]:
+    """``--cfg-options``, ``--seed`` and ``--max-iters`` (a training stage's config).
 
     Args:
-        parser: the subcommand's parser.
         cfg_example: the ``KEY=VALUE`` example in ``--cfg-options``' help text.
     """
-    parser.add_argument(
-        "--cfg-options",
-        nargs="+",
-        metavar="KEY=VALUE",
-        help=f"override config keys, mmdet style (e.g. {cfg_example}); a key the resolved "
-        "config does not have is refused (typos), write +KEY=VALUE to add a new one",
+    from wsod.training.options import TrainOptions
+
+    return (
+        Option(
+            "--cfg-options",
+            nargs="+",
+            metavar="KEY=VALUE",
+            help=f"override config keys, mmdet style (e.g. {cfg_example}); a key the resolved "
+            "config does not have is refused (typos), write +KEY=VALUE to add a new one",
+        ),
+        Option("--seed", type=int, low=0, help=f"random seed [{TrainOptions.seed}]"),
+        Option("--max-iters", type=int, low=1, help="override the schedule's iterations"),
     )
+
+
+def launcher_option() -> Option:
+    """``--launcher`` (mmengine's launchers; see :mod:`wsod.training.dist`)."""
     from wsod.training.options import TrainOptions
 
-    parser.add_argument("--seed", type=int, help=f"random seed [{TrainOptions.seed}]")
-    parser.add_argument("--max-iters", type=int, help="override the schedule's iterations")
-
-
-def add_launcher_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--launcher`` (mmengine's launchers; see :mod:`wsod.training.dist`)."""
-    from wsod.training.options import TrainOptions
-
-    parser.add_argument(
+    return Option(
         "--launcher",
         choices=("none", "pytorch", "slurm", "mpi"),
         help="mmengine launcher: 'pytorch' under `torchrun --nproc_per_node=N -m wsod ...` "
@@ -104,13 +104,13 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_precision_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--precision`` (:mod:`wsod.training.precision`: its values; the default is
+def precision_option() -> Option:
+    """``--precision`` (:mod:`wsod.training.precision`: its values; the default is
     :class:`~wsod.training.TrainOptions`', ``DEFAULT_PRECISION``)."""
     from wsod.training.options import TrainOptions
     from wsod.training.precision import PRECISIONS
 
-    parser.add_argument(
+    return Option(
         "--precision",
         choices=PRECISIONS,
         help="bf16 = autocast in training and detection (mmcv's NMS and RoIAlign stay fp32), "
@@ -122,9 +122,9 @@ def add_precision_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_resume_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--no-resume`` (``resume=False``; left None otherwise, so ``run`` resumes)."""
-    parser.add_argument(
+def resume_option() -> Option:
+    """``--no-resume`` (``resume=False``; left None otherwise, so ``run`` resumes)."""
+    return Option(
         "--no-resume",
         dest="resume",
         action="store_const",
@@ -157,7 +157,7 @@ def parse_cfg_options(opts) -> dict | None:
 
 def training_kwargs(
     args: argparse.Namespace,
-    add_arguments: Callable[[argparse.ArgumentParser], None],
+    options: Sequence[Option],
     passed: Collection[str],
     parse_infer: Callable[[list], list],
     options_class: type,
@@ -166,7 +166,7 @@ def training_kwargs(
     :func:`parse_cfg_options` (when given), and the stage's options (the fields of
     ``options_class``, a :class:`~wsod.training.TrainOptions`) as one ``options`` object, the
     options not given left at its defaults."""
-    kwargs = run_kwargs(args, add_arguments, passed)
+    kwargs = run_kwargs(args, options, passed)
     if "infer" in kwargs:
         kwargs["infer"] = parse_infer(kwargs["infer"])
     if "cfg_options" in kwargs:

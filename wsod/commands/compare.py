@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = (
     "reproducibility check: a run's val mAP beside docs/results.md's headline (or another "
@@ -28,20 +29,26 @@ of the same pipeline. Runs on different machines or thread counts are other draw
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metrics", metavar="FILE", help="the run's eval/metrics.json")
-    parser.add_argument(
+OPTIONS = (
+    Option("--metrics", metavar="FILE", help="the run's eval/metrics.json"),
+    Option(
         "--against",
         metavar="FILE",
         help="docs/results.md (its headline table) or another run's metrics.json [docs/results.md]",
-    )
-    parser.add_argument("--out", metavar="JSON", help="also write the rows as json")
-    parser.add_argument(
+    ),
+    Option("--out", metavar="JSON", help="also write the rows as json"),
+    Option(
         "--beyond",
         type=float,
+        low=0,
         metavar="K",
         help="call a difference beyond the spread above K x the run-to-run sd [2]",
-    )
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -49,6 +56,6 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.metrics:
         raise ValueError("--metrics is required (a run's eval/metrics.json)")
-    summary = run(args.metrics, **run_kwargs(args, add_arguments, passed=("metrics",)))
+    summary = run(args.metrics, **run_kwargs(args, OPTIONS, passed=("metrics",)))
     print("\n".join(summary["lines"]))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = (
     "turn a dataset on disk into <split>.json (image labels, no boxes) and <split>_gt.json "
@@ -36,56 +37,61 @@ lists them in <out-dir>/<split>.skipped.json. The images per class are printed p
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+OPTIONS = (
+    Option(
         "--source",
         metavar="PATH",
         help="dataset folder (voc: the VOC2007 folder; csv: image folder; coco: "
         "json or folder; demo: folder to generate into)",
-    )
-    parser.add_argument(
-        "--out-dir", metavar="DIR", help="where <split>.json and <split>_gt.json go"
-    )
-    parser.add_argument(
+    ),
+    Option("--out-dir", metavar="DIR", help="where <split>.json and <split>_gt.json go"),
+    Option(
         "--format", choices=("voc", "csv", "coco", "demo"), help="dataset format; voc if not given"
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--splits",
         nargs="+",
         metavar="SPLIT",
         help="splits to read (voc/demo: list names; csv/coco: CSV/json files or "
         "their names in --source); train val if not given",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--limit",
         type=int,
+        low=1,
         metavar="N",
         help="keep only the first N images of each split (tests, quick runs)",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--skip-bad",
         action="store_true",
         default=None,
         help="skip and count bad items instead of stopping",
-    )
-    parser.add_argument("--seed", type=int, help="demo generator seed; 0 if not given")
-    parser.add_argument(
+    ),
+    Option("--seed", type=int, low=0, help="demo generator seed; 0 if not given"),
+    Option(
         "--num-images",
         type=int,
+        low=1,
         metavar="N",
         help="demo size: N train images and N/4 val; 400 / 100 if not given",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--boxes",
         metavar="PATH",
         help="csv: eval-only boxes (COCO json or folder of VOC XML files)",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--classes",
         nargs="+",
         metavar="NAME",
         help="class names in category-id order; from the dataset if not given",
-    )
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -96,7 +102,7 @@ def execute(args: argparse.Namespace) -> int:
     summary = run(
         args.source,
         args.out_dir,
-        **run_kwargs(args, add_arguments, passed=("source", "out_dir")),
+        **run_kwargs(args, OPTIONS, passed=("source", "out_dir")),
     )
     for name, s in summary.items():
         print(

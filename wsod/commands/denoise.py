@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "De-noise black-box detections into pseudo labels (COCO instances json)."
 
@@ -28,42 +29,47 @@ ignore_iof_thr). The reference boxes of --quality-gt are
 used for the diagnostic report only."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+OPTIONS = (
+    Option(
         "--detections",
         metavar="JSON",
         help="COCO results json (image_id, category_id, bbox xywh, score)",
-    )
-    parser.add_argument("--split", metavar="JSON", help="weak-label split json (from wsod data)")
-    parser.add_argument("--out", metavar="JSON", help="pseudo-label COCO instances json to write")
-    parser.add_argument(
+    ),
+    Option("--split", metavar="JSON", help="weak-label split json (from wsod data)"),
+    Option("--out", metavar="JSON", help="pseudo-label COCO instances json to write"),
+    Option(
         "--strategies",
         metavar="LIST|FILE",
         help="strategy chain: JSON or python-literal list of dicts with 'type', "
         "or a .json/.py file (a .py defines `strategies = [...]`); default "
         "label_consistency -> top1",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--quality-gt",
         dest="quality_gt",
         metavar="JSON",
         help="reference boxes of the same split: writes <out>.quality.json "
         "(diagnosis only, never used to choose boxes)",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--ablate",
         action="store_true",
         default=None,
         help="also score the built-in strategy chains and print one table "
         "(needs --quality-gt); writes <out>.ablation.json",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--min-score",
         dest="min_score",
         type=float,
         metavar="S",
         help="drop detections scoring below S when reading (no fallback)",
-    )
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -73,5 +79,5 @@ def execute(args: argparse.Namespace) -> int:
     for name in required:
         if getattr(args, name, None) is None:
             raise ValueError(f"--{name} is required (or give it in the pipeline's 'denoise')")
-    run(args.detections, args.split, args.out, **run_kwargs(args, add_arguments, required))
+    run(args.detections, args.split, args.out, **run_kwargs(args, OPTIONS, required))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "score detectors (and pseudo labels) against the eval-only ground truth -> metrics.json"
 
@@ -27,58 +28,63 @@ every box figure is over those images.
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--gt", metavar="FILE", help="eval split ground truth (<split>_gt.json)")
-    parser.add_argument(
+OPTIONS = (
+    Option("--gt", metavar="FILE", help="eval split ground truth (<split>_gt.json)"),
+    Option(
         "--detections",
         nargs="+",
         metavar="NAME=PATH",
         help="COCO results json per detector on the eval split (name=path; a "
         "bare path is named by its file stem)",
-    )
-    parser.add_argument("--out", metavar="FILE", help="output metrics.json")
-    parser.add_argument(
+    ),
+    Option("--out", metavar="FILE", help="output metrics.json"),
+    Option(
         "--names", nargs="+", metavar="NAME", help="names for bare --detections paths, in order"
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--train-gt",
         metavar="FILE",
         help="train split ground truth, for CorLoc / pseudo-label diagnostics",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--train-detections",
         nargs="+",
         metavar="NAME=PATH",
         help="detections on the train split, scored by CorLoc",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--pseudo-labels",
         metavar="FILE",
         help="pseudo labels (COCO instances + score) on train images",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--split-name",
         metavar="NAME",
         help="name of the evaluated split (default: from the gt file)",
-    )
-    parser.add_argument("--iou-thr", type=float, metavar="T", help="IoU threshold (default 0.5)")
-    parser.add_argument(
+    ),
+    Option("--iou-thr", type=float, low=0, high=1, metavar="T", help="IoU threshold (default 0.5)"),
+    Option(
         "--pr-points", type=int, metavar="N", help="recall levels kept per PR curve (default 101)"
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--label-splits",
         nargs="+",
         metavar="NAME=PATH",
         help="weak-label splits (train=.../train.json val=.../val.json): images per class, and "
         "on the evaluated split's tags how often each detector fires and how weak and strong "
         "agree; what tags-only data is judged by",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--score-thr",
         type=float,
         metavar="T",
         help="score from which a detection counts as firing, for --label-splits (default 0.3)",
-    )
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -88,7 +94,7 @@ def execute(args: argparse.Namespace) -> int:
     for opt in required:
         if getattr(args, opt, None) is None:
             raise ValueError(f"--{opt} is required (or give it in the pipeline's 'evaluate' dict)")
-    result = run(args.gt, args.detections, args.out, **run_kwargs(args, add_arguments, required))
+    result = run(args.gt, args.detections, args.out, **run_kwargs(args, OPTIONS, required))
     for name, d in result["detectors"].items():
         coco = d.get("coco", {}).get("AP")
         print(f"{name}: mAP@0.5 11-point {d['mAP_11points']} area {d['mAP_area']} COCO AP {coco}")

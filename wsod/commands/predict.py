@@ -6,6 +6,7 @@ import argparse
 import json
 
 from wsod.commands import parse_cfg_options, run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "Run the pipeline's final detector on new images: COCO results json + drawn images."
 
@@ -46,34 +47,38 @@ custom_imports, so run them where wsod is installed), e.g.
 _RESCORE = {"off": None, "detections": "detections", "image": "image"}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    p = parser
-    p.add_argument(
+OPTIONS = (
+    Option(
         "--images",
         nargs="+",
         metavar="PATH",
         help="image files, folders, globs (quote them) or list files (.txt/.lst, a path a line)",
-    )
-    p.add_argument("--strong-dir", help="the strong stage's work dir (strong_model.json)")
-    p.add_argument("--out-dir", help="where images.json, detections.json and vis/ go")
-    p.add_argument("--device", help="torch device [cuda:0 when there is a GPU, else cpu]")
-    p.add_argument("--draw-thr", type=float, help="draw boxes scoring above this [0.3]")
-    p.add_argument(
+    ),
+    Option("--strong-dir", help="the strong stage's work dir (strong_model.json)"),
+    Option("--out-dir", help="where images.json, detections.json and vis/ go"),
+    Option("--device", help="torch device [cuda:0 when there is a GPU, else cpu]"),
+    Option("--draw-thr", type=float, low=0, high=1, help="draw boxes scoring above this [0.3]"),
+    Option(
         "--rescore",
         choices=("image", "detections", "1"),
         help="rescore by the black box, as the pipeline's rescore_by_black_box: 'image' (a CAM's "
         "class probability) or 'detections' (= the pipeline's 1: its top detection score) "
         "[the pipeline's rescore_by_black_box; none without it]",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--no-rescore",
         dest="rescore",
         action="store_const",
         const="none",
         help="output the detector alone, even when the pipeline rescores",
-    )
-    p.add_argument("--weak-dir", help="the weak stage's work dir (the black box), for rescoring")
-    p.add_argument("--weak-config", help="the weak config [the pipeline's weak.config]")
+    ),
+    Option("--weak-dir", help="the weak stage's work dir (the black box), for rescoring"),
+    Option("--weak-config", help="the weak config [the pipeline's weak.config]"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def rescore_mode(value) -> str | None:
@@ -132,7 +137,7 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.images or not args.strong_dir or not args.out_dir:
         raise ValueError("--images, --strong-dir and --out-dir are required")
-    kwargs = run_kwargs(args, add_arguments, ("images", "out_dir", "strong_dir", "rescore"))
+    kwargs = run_kwargs(args, OPTIONS, ("images", "out_dir", "strong_dir", "rescore"))
     kwargs["rescore"] = None if args.rescore in (None, "none") else args.rescore
     if kwargs["rescore"] == "1":  # the pipeline's spelling of the detections mode
         kwargs["rescore"] = "detections"

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "Compute, import or merge region proposals for a split (mmdet proposal_file + .npz)."
 
@@ -22,63 +23,68 @@ EXAMPLES = """examples:
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    p = parser
-    p.add_argument("--split", help="weak-label split json (from `wsod data`)")
-    p.add_argument("--out", help="output .pkl (mmdet proposal_file); a .npz twin is written too")
-    p.add_argument(
+OPTIONS = (
+    Option("--split", help="weak-label split json (from `wsod data`)"),
+    Option("--out", help="output .pkl (mmdet proposal_file); a .npz twin is written too"),
+    Option(
         "--method",
         choices=("selective_search", "edge_boxes", "import", "whole_image"),
         help="proposal method [selective_search]; whole_image: one box = the image (for image-"
         "level scores of a CAM black box)",
-    )
-    p.add_argument("--mode", choices=("fast", "quality"), help="selective search mode [fast]")
-    p.add_argument("--max-boxes", type=int, help="boxes kept per image, best first [2000]")
-    p.add_argument("--min-size", type=float, help="drop boxes with a side below this [8 px]")
-    p.add_argument("--workers", type=int, help="processes over images [1]")
-    p.add_argument(
+    ),
+    Option("--mode", choices=("fast", "quality"), help="selective search mode [fast]"),
+    Option("--max-boxes", type=int, low=1, help="boxes kept per image, best first [2000]"),
+    Option("--min-size", type=float, low=0, help="drop boxes with a side below this [8 px]"),
+    Option("--workers", type=int, low=1, help="processes over images [1]"),
+    Option(
         "--shard",
         metavar="I/N",
         help="process images[i::n] only (0-based i); merge the shards with --merge",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--cache-dir",
         help="per-image cache for resuming, keyed by settings, image name and content: one "
         "folder can serve every run on the same images (make uses $WSOD_CACHE/proposals) "
         "[<out>.cache]",
-    )
-    p.add_argument("--import-file", help="proposals to import (.mat, .pkl, .npz)")
-    p.add_argument(
+    ),
+    Option("--import-file", help="proposals to import (.mat, .pkl, .npz)"),
+    Option(
         "--import-layout",
         choices=("yx1", "xy"),
         help="box layout of the import: yx1 = 1-based y1,x1,y2,x2 (default for .mat), "
         "xy = x1,y1,x2,y2 (default for .pkl/.npz)",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--allow-pickle",
         action="store_const",
         const=True,
         help="allow reading .pkl files (unpickling runs code: trusted files only)",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--edge-model",
         help="structured-edge model (model.yml.gz) for edge_boxes; "
         "without it a weaker Sobel edge map is used",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--resize",
         type=int,
+        low=0,
         help="working size: run on images shrunk to this longer side, boxes mapped back to full "
         "pixels; 0 = full resolution (minutes per 12 MP photo) [500]",
-    )
-    p.add_argument("--seed", type=int, help="seed of selective search's ranking [0]")
-    p.add_argument(
+    ),
+    Option("--seed", type=int, low=0, help="seed of selective search's ranking [0]"),
+    Option(
         "--merge",
         nargs="+",
         metavar="SHARD_FILE",
         help="combine these shard outputs into --out instead of computing",
-    )
-    p.add_argument("--data-root", help="override the split's info.data_root")
+    ),
+    Option("--data-root", help="override the split's info.data_root"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -86,6 +92,6 @@ def execute(args: argparse.Namespace) -> int:
 
     if not args.split or not args.out:
         raise ValueError("--split and --out are required (or give them in --pipeline)")
-    summary = run(args.split, args.out, **run_kwargs(args, add_arguments, ("split", "out")))
+    summary = run(args.split, args.out, **run_kwargs(args, OPTIONS, ("split", "out")))
     print(json.dumps(summary, default=str))
     return 0

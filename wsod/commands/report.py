@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "write report.md and a self-contained report.html (tables, PR curves, gallery)"
 
@@ -21,44 +22,47 @@ Provenance and cost per stage come from the .meta.json sidecars under --run-dir.
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metrics", metavar="FILE", help="metrics.json of `wsod evaluate`")
-    parser.add_argument("--out-dir", metavar="DIR", help="folder for report.md/html and PNGs")
-    parser.add_argument(
-        "--gt", metavar="FILE", help="evaluated split's <split>_gt.json: enables the gallery"
-    )
-    parser.add_argument(
+OPTIONS = (
+    Option("--metrics", metavar="FILE", help="metrics.json of `wsod evaluate`"),
+    Option("--out-dir", metavar="DIR", help="folder for report.md/html and PNGs"),
+    Option("--gt", metavar="FILE", help="evaluated split's <split>_gt.json: enables the gallery"),
+    Option(
         "--detections",
         nargs="+",
         metavar="NAME=PATH",
         help="detections drawn in the gallery (default: those in metrics.json)",
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--pseudo-labels", metavar="FILE", help="pseudo labels drawn against the train ground truth"
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--gallery-images", type=int, metavar="N", help="images per gallery (default 8; 0 disables)"
-    )
-    parser.add_argument(
+    ),
+    Option(
         "--run-dir",
         metavar="DIR",
         help="run whose .meta.json sidecars give provenance and cost per stage "
         "(default: the folder above the metrics file's, RUN for RUN/eval/metrics.json)",
-    )
-    parser.add_argument("--title", help="report title")
-    parser.add_argument(
+    ),
+    Option("--title", help="report title"),
+    Option(
         "--quick-look",
         metavar="PIPELINE",
         help="the run is the quick look of PIPELINE (make all QUICK=1): the report and its last "
         "line say so and name the full run to make next",
-    )
-    parser.add_argument("--seed", type=int, help="seed of the gallery's image choice (default 0)")
-    parser.add_argument(
+    ),
+    Option("--seed", type=int, low=0, help="seed of the gallery's image choice (default 0)"),
+    Option(
         "--score-thr",
         type=float,
         metavar="S",
         help="minimum score of a drawn detection (default 0.3)",
-    )
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -67,9 +71,7 @@ def execute(args: argparse.Namespace) -> int:
     for opt, flag in (("metrics", "--metrics"), ("out_dir", "--out-dir")):
         if getattr(args, opt, None) is None:
             raise ValueError(f"{flag} is required (or give it in the pipeline's 'report' dict)")
-    result = run(
-        args.metrics, args.out_dir, **run_kwargs(args, add_arguments, ("metrics", "out_dir"))
-    )
+    result = run(args.metrics, args.out_dir, **run_kwargs(args, OPTIONS, ("metrics", "out_dir")))
     print(
         f"wrote {result['html']} and {result['markdown']} "
         f"({len(result['figures'])} plots, {len(result['gallery'])} gallery images)"

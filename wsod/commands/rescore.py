@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from wsod.commands import run_kwargs
+from wsod.utils.options import Option, add_options
 
 HELP = "multiply a detector's scores by the black box's confidence in the class for the image"
 
@@ -19,18 +20,21 @@ images. In a pipeline: rescore_by_black_box = 1 (make rescore).
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--detections", metavar="JSON", help="COCO results json to rescore")
-    parser.add_argument(
+OPTIONS = (
+    Option("--detections", metavar="JSON", help="COCO results json to rescore"),
+    Option(
         "--black-box",
         dest="black_box",
         metavar="JSON",
         help="the black box's COCO results json on the same images",
-    )
-    parser.add_argument("--out", metavar="JSON", help="rescored COCO results json to write")
-    parser.add_argument(
-        "--split", metavar="JSON", help="the images' split json (checks image and class ids)"
-    )
+    ),
+    Option("--out", metavar="JSON", help="rescored COCO results json to write"),
+    Option("--split", metavar="JSON", help="the images' split json (checks image and class ids)"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -41,5 +45,5 @@ def execute(args: argparse.Namespace) -> int:
         if getattr(args, opt, None) is None:
             flag = "--" + opt.replace("_", "-")
             raise ValueError(f"{flag} is required (see `wsod rescore --help`)")
-    run(args.detections, args.black_box, args.out, **run_kwargs(args, add_arguments, required))
+    run(args.detections, args.black_box, args.out, **run_kwargs(args, OPTIONS, required))
     return 0

@@ -7,13 +7,14 @@ import argparse
 import json
 
 from wsod.commands import (
-    add_config_options,
-    add_launcher_option,
-    add_precision_option,
-    add_resume_option,
+    config_options,
+    launcher_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.strong.parse_cfg_options)
+    precision_option,
+    resume_option,
     training_kwargs,
 )
+from wsod.utils.options import Option, add_options
 
 HELP = "Train an mmdetection detector (Faster R-CNN by default) on pseudo labels, then detect."
 
@@ -57,57 +58,61 @@ EXAMPLES = """examples:
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    p = parser
-    p.add_argument("--config", help="mmdet config (configs/faster_rcnn/*.py)")
-    p.add_argument("--pseudo-labels", help="pseudo-label COCO json from `wsod denoise`")
-    p.add_argument(
+OPTIONS = (
+    Option("--config", help="mmdet config (configs/faster_rcnn/*.py)"),
+    Option("--pseudo-labels", help="pseudo-label COCO json from `wsod denoise`"),
+    Option(
         "--fully-supervised-gt",
         metavar="TRAIN_BOXES_JSON",
         help="train on these REAL boxes instead of pseudo labels: the fully "
         "supervised reference (an upper bound); outputs default to fsd_*",
-    )
-    p.add_argument("--work-dir", help="checkpoints, logs, resolved config, default outputs")
-    p.add_argument(
+    ),
+    Option("--work-dir", help="checkpoints, logs, resolved config, default outputs"),
+    Option(
         "--infer",
         action="append",
         metavar="SPLIT[:PROPOSALS][:OUT]",
         help="detect on a split json after training; OUT defaults to "
         "<work-dir>/[fsd_]<split>_dets.json; PROPOSALS (.pkl/.npz, `wsod proposals`) only "
         "for a config that reads them (reads_proposals = True) (repeatable)",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--train-proposals",
         metavar="PKL",
         help="the training images' proposals (`wsod proposals`), for a config that reads "
         "them instead of an RPN (reads_proposals = True: projects/fast_rcnn/configs/); part of the run",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--allow-pickle",
         action="store_const",
         const=True,
         help="allow a --train-proposals/--infer .pkl that has no .npz twin (unpickling runs "
         "code in the file: trusted files only)",
-    )
-    add_config_options(p, "train_cfg.max_iters=100")
-    p.add_argument("--data-root", help="image folder [the training file's info.data_root]")
-    p.add_argument(
+    ),
+    *config_options("train_cfg.max_iters=100"),
+    Option("--data-root", help="image folder [the training file's info.data_root]"),
+    Option(
         "--train-split",
         metavar="TRAIN_SPLIT_JSON",
         help="weak-label split of the training images (their image-level labels), for a "
         "config whose strong_inputs plug-in reads them (projects/soft_teacher/configs/) "
         "[the training file's info.split_file]",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--init-backbone",
         metavar="WEAK_MODEL_JSON",
         help="start the backbone from the black box's trained trunk (its weak_model.json; "
         "same backbone type as the config, e.g. a Lite0 CAM and a faster-rcnn_efficientnet-"
         "lite0 config) instead of ImageNet; image labels only, as the black box saw",
-    )
-    add_resume_option(p)
-    add_launcher_option(p)
-    add_precision_option(p)
+    ),
+    resume_option(),
+    launcher_option(),
+    precision_option(),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
 
 
 PROPOSAL_SUFFIXES = (".pkl", ".npz")
@@ -141,7 +146,7 @@ def execute(args: argparse.Namespace) -> int:
     if not args.pseudo_labels and not args.fully_supervised_gt:
         raise ValueError("give --pseudo-labels (or --fully-supervised-gt for the reference)")
     passed = ("config", "pseudo_labels", "work_dir")
-    kwargs = training_kwargs(args, add_arguments, passed, parse_infer, StrongOptions)
+    kwargs = training_kwargs(args, OPTIONS, passed, parse_infer, StrongOptions)
     summary = run(args.config, args.pseudo_labels, args.work_dir, **kwargs)
     print(json.dumps(summary, default=str))
     return 0

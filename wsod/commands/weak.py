@@ -7,14 +7,15 @@ import argparse
 import json
 
 from wsod.commands import (
-    add_config_options,
-    add_launcher_option,
-    add_precision_option,
-    add_resume_option,
+    config_options,
+    launcher_option,
     parse_cfg_options,  # noqa: F401  (re-exported: wsod.commands.weak.parse_cfg_options)
+    precision_option,
+    resume_option,
     run_kwargs,
     training_kwargs,
 )
+from wsod.utils.options import Option, add_options
 
 HELP = (
     "Train the black-box weak detector (a CAM, or a project's head, scoring proposals; image labels "
@@ -83,74 +84,104 @@ counting the images without one.
 """
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    p = parser
-    p.add_argument(
-        "--config", help="weak detector config (configs/cam; projects/mil_baselines/configs)"
-    )
-    p.add_argument("--work-dir", help="checkpoints, logs, resolved config, default outputs")
-    p.add_argument("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on")
-    p.add_argument("--train-proposals", metavar="PKL", help="proposals of the training split")
-    p.add_argument(
+# the --help group of the import mode's options
+IMPORT = "import another detector's detections (instead of training)"
+
+OPTIONS = (
+    Option("--config", help="weak detector config (configs/cam; projects/mil_baselines/configs)"),
+    Option("--work-dir", help="checkpoints, logs, resolved config, default outputs"),
+    Option("--train-split", metavar="SPLIT_JSON", help="weak-label split to train on"),
+    Option("--train-proposals", metavar="PKL", help="proposals of the training split"),
+    Option(
         "--infer",
         action="append",
         metavar="SPLIT:PROPOSALS[:OUT]",
         help="detect on a split after training (repeatable) [the training split -> "
         "<work-dir>/train_dets.json]",
-    )
-    p.add_argument(
+    ),
+    Option(
         "--no-infer",
         action="store_true",
         help="train only (detect later: the same command without --train-split, with --infer)",
-    )
-    add_config_options(p, "train_dataloader.batch_size=1")
-    p.add_argument(
+        default=False,
+    ),
+    *config_options("train_dataloader.batch_size=1"),
+    Option(
         "--affinity-start-iter",
         type=int,
+        low=0,
         metavar="N",
         help="first iteration of the affinity phase of a two-phase CAM black box (its "
         "WSODAffinityPhaseHook, wherever it stands in custom_hooks); below --max-iters, e.g. "
         "4/5 of it [the config's]",
-    )
-    add_resume_option(p)
-    add_launcher_option(p)
-    add_precision_option(p)
-    g = p.add_argument_group("import another detector's detections (instead of training)")
-    g.add_argument(
+    ),
+    resume_option(),
+    launcher_option(),
+    precision_option(),
+    Option(
         "--import",
         dest="import_file",
         metavar="FILE",
         help="COCO results json, VOC comp4_det txt folder/glob, or detections.pkl",
-    )
-    g.add_argument(
+        group=IMPORT,
+    ),
+    Option(
         "--import-format",
         choices=("coco", "voc_txt", "pkl"),
         help="format of --import [guessed from the path]",
-    )
-    g.add_argument(
+        group=IMPORT,
+    ),
+    Option(
         "--allow-pickle",
         action="store_const",
         const=True,
         help="allow unpickling --import (pkl format) and a --train-proposals/--infer .pkl "
         "that has no .npz twin (unpickling runs code in the file: trusted files only)",
-    )
-    g.add_argument(
+        group=IMPORT,
+    ),
+    Option(
         "--drop-unmatched",
         action="store_const",
         const=True,
         help="drop detections whose image or class is not in --split",
-    )
-    g.add_argument(
-        "--split", metavar="SPLIT_JSON", help="the split the imported detections are for"
-    )
-    g.add_argument("--out", metavar="JSON", help="imported detections [<work-dir>/train_dets.json]")
-    g.add_argument(
+        group=IMPORT,
+    ),
+    Option(
+        "--split",
+        metavar="SPLIT_JSON",
+        help="the split the imported detections are for",
+        group=IMPORT,
+    ),
+    Option(
+        "--out",
+        metavar="JSON",
+        help="imported detections [<work-dir>/train_dets.json]",
+        group=IMPORT,
+    ),
+    Option(
         "--min-coverage",
         type=float,
+        low=0,
+        high=1,
         metavar="SHARE",
         help="refuse an import with a detection for less than this share of the split's "
         "labelled (image, class) pairs; 0 accepts any [0.9]",
-    )
+        group=IMPORT,
+    ),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_options(parser, OPTIONS)
+
+
+def check_config(cfg, config: str, section: dict) -> None:
+    """The pipeline check's look at this stage's config (``cfg``, loaded from ``config`` with
+    the ``section``'s ``cfg_options`` and ``max_iters`` applied): the black box's phases fit
+    its schedule, ``affinity_start_iter`` applied (:func:`wsod.stages.weak.check_schedule`)."""
+    from wsod.stages.weak import check_schedule
+
+    check_schedule(cfg, config, section.get("affinity_start_iter"))
 
 
 def parse_infer(items) -> list[tuple[str, str, str | None]]:
@@ -182,7 +213,7 @@ def execute(args: argparse.Namespace) -> int:
                 "--import"
             )
         names = inspect.signature(weak.import_detections).parameters
-        given = run_kwargs(args, add_arguments)
+        given = run_kwargs(args, OPTIONS)
         summary = weak.import_detections(**{n: v for n, v in given.items() if n in names})
         print(json.dumps(summary, default=str))
         return 0
@@ -191,7 +222,7 @@ def execute(args: argparse.Namespace) -> int:
     import_only = set(inspect.signature(weak.import_detections).parameters)
     import_only -= {"work_dir", *weak.WeakOptions.names()}
     passed = ("config", "work_dir", "no_infer", *import_only)  # no_infer: handled here
-    kwargs = training_kwargs(args, add_arguments, passed, parse_infer, weak.WeakOptions)
+    kwargs = training_kwargs(args, OPTIONS, passed, parse_infer, weak.WeakOptions)
     if getattr(args, "no_infer", False):
         if kwargs.get("infer"):
             raise ValueError("--no-infer and --infer contradict each other; give one")

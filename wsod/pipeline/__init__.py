@@ -32,7 +32,6 @@ images, a few training steps; ``make all QUICK=1``) and describes that one inste
 """
 
 from wsod.pipeline.checks import (
-    RANGES,
     check_config,
     check_config_types,
     check_options,
@@ -64,7 +63,6 @@ __all__ = [
     "QUICK_BOXES",
     "QUICK_IMAGES",
     "QUICK_ITERS",
-    "RANGES",
     "STAMPED_SECTIONS",
     "VALUES",
     "check_config",

@@ -8,60 +8,22 @@ from pathlib import Path
 
 from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_value
 
-# ranges of numeric stage options (by dest) beyond their argparse type: (low, high), None = open
-RANGES = {
-    **dict.fromkeys(("max_iters", "workers", "max_boxes", "limit", "num_images"), (1, None)),
-    **dict.fromkeys(("affinity_start_iter", "seed", "min_size", "resize"), (0, None)),
-    **dict.fromkeys(("iou_thr", "draw_thr", "min_coverage"), (0, 1)),
-    "beyond": (0, None),
-}
-
-
-def _range_text(low, high) -> str:
-    if high is None:
-        return f">= {low}"
-    return f"from {low} to {high}"
-
-
-def _check_item(where: str, name: str, item, action) -> None:
-    """One value of a stage option against its argparse ``choices``, ``type`` and range."""
-    if action.choices is not None and item not in action.choices:
-        near = near_match(str(item), [str(c) for c in action.choices])
-        raise ValueError(f"{where}: not one of {', '.join(map(str, action.choices))}{near}")
-    if action.type not in (int, float):
-        return
-    want = (int,) if action.type is int else (int, float)
-    if isinstance(item, bool) or not isinstance(item, want):
-        raise ValueError(f"{where}: want {'a whole number' if action.type is int else 'a number'}")
-    low, high = RANGES.get(name, (None, None))
-    if (low is not None and item < low) or (high is not None and item > high):
-        raise ValueError(f"{where}: want a value {_range_text(low, high)}")
-
 
 def check_options(pipeline: dict, path: str | os.PathLike) -> None:
-    """Every stage option's value against the parser of ``wsod <stage>`` (its ``choices`` and
-    ``type``, as on the command line) and :data:`RANGES`; flags want True or False.
+    """Every stage option's value against its declaration (the ``OPTIONS`` of ``wsod
+    <stage>``: its ``choices`` and ``type``, as on the command line, and its range); flags want
+    True or False. Each stage is asked for its own options: this loop knows none of them.
 
     Raises:
         ValueError: naming ``path``, the option, its value and what it wants.
     """
-    from wsod.commands import STAGES, stage_actions
+    from wsod.commands import STAGES, stage_declarations
 
     for stage in STAGES:
         section = pipeline.get(stage) or {}
-        actions = stage_actions(stage)
+        options = stage_declarations(stage)
         for name, value in section.items():
-            action = actions[name]
-            if value is None:
-                continue
-            where = f"{path}: {stage}.{name} = {value!r}"
-            if action.nargs == 0:  # store_true / store_const
-                if not (isinstance(value, bool) or value in (0, 1)):
-                    raise ValueError(f"{where}: want True or False")
-                continue
-            many = action.nargs in ("+", "*") or type(action).__name__ == "_AppendAction"
-            for item in value if many and isinstance(value, list | tuple) else [value]:
-                _check_item(where, name, item, action)
+            options[name].check(value, f"{path}: {stage}.{name} = {value!r}", near_match)
 
 
 # `type` values that name no registry entry: mmcv ops found by name in mmcv.ops (NMS and the
@@ -154,7 +116,9 @@ def check_config(
 ):
     """A stage's config file as its stage would prepare it: it exists and loads, the section's
     ``cfg_options`` keys exist in it (the CLI's rule, ``+key`` for a new one), ``max_iters``
-    (and, for the weak stage, ``affinity_start_iter``) apply, every ``type`` is registered.
+    applies, the stage's own rules hold (a ``check_config`` of its command module, see
+    :func:`wsod.commands.stage_config_check`: the weak stage's phases fit its schedule), every
+    ``type`` is registered.
 
     Returns:
         The loaded ``Config`` with the section's settings applied.
@@ -164,7 +128,7 @@ def check_config(
     """
     from mmengine.config import Config
 
-    from wsod.commands import parse_cfg_options
+    from wsod.commands import parse_cfg_options, stage_config_check
     from wsod.training.config import ConfigKeyError, merge_cfg_options, set_max_iters
 
     if not Path(config).is_file():
@@ -178,10 +142,9 @@ def check_config(
         merge_cfg_options(cfg, parse_cfg_options(section.get("cfg_options")), config)
         if section.get("max_iters") is not None:
             set_max_iters(cfg, section["max_iters"])
-        if stage == "weak":  # the weak stage's own rule (the affinity phase's schedule)
-            from wsod.stages.weak import check_schedule
-
-            check_schedule(cfg, config, section.get("affinity_start_iter"))
+        own_check = stage_config_check(stage)  # the stage's own rules (weak: its phases)
+        if own_check is not None:
+            own_check(cfg, config, section)
     except (ConfigKeyError, ValueError) as e:
         raise ValueError(f"{path}: {stage}: {e}") from None
     check_config_types(cfg, where)

@@ -45,7 +45,8 @@ loss stops with :class:`wsod.models.strong.NonFiniteLossError` naming the losses
 good checkpoint (checkpoints every ``default_hooks.checkpoint.interval`` iterations and at the
 end). The training side reads no ground-truth file unless ``fully_supervised_gt`` is given.
 The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this module
-builds the training annotations and wires them (and the splits to detect on) into the config.
+builds the training annotations and wires them (and the splits to detect on) into the config
+(:mod:`wsod.training.coco_dataset`).
 
 Several processes (``--launcher pytorch`` under torchrun, ``slurm`` under srun; examples in
 ``wsod strong --help``): rank 0 alone writes the files above and moves stale checkpoints, the
@@ -73,6 +74,7 @@ from wsod.datasets.train_annotations import (
     resolve_root,
 )
 from wsod.training import proposal_inputs as props
+from wsod.training.coco_dataset import ensure_finite_loss_hook, inner_dataset, set_coco_dataset
 from wsod.training.extra_inputs import ExtraInputs, StrongInputs, TrainingSet, build_strong_inputs
 from wsod.utils.io import write_json_artifact
 
@@ -89,36 +91,7 @@ class StrongStageError(ValueError):
 _ERRORS = {"error": StrongStageError, "hint": "see configs/faster_rcnn/"}
 
 
-# --------------------------------------------------------------------------- dataset wiring
-def _inner_dataset(ds_cfg: Any, where: str) -> Any:
-    """The innermost dataset dict of (possibly wrapped) ``ds_cfg``: the one with ann_file."""
-    node = ds_cfg
-    while node is not None and "ann_file" not in node and "dataset" in node:
-        node = node["dataset"]
-    if node is None or "ann_file" not in node:
-        raise StrongStageError(
-            f"{where}: the config's dataset has no ann_file; the strong "
-            "stage needs a CocoDataset (see configs/_base_/datasets/)"
-        )
-    return node
-
-
-def _set_dataset(ds_cfg: Any, where: str, ann_file: Path, root: Path, classes) -> None:
-    """The strong stage's dataset wiring: a (wrapped) ``CocoDataset`` on ``ann_file``."""
-    ds = _inner_dataset(ds_cfg, where)
-    ds.ann_file = str(ann_file)
-    ds.data_root = str(root)
-    ds.data_prefix = {"img": ""}
-    ds.metainfo = {"classes": tuple(classes)}
-
-
-def _ensure_finite_loss_hook(cfg) -> None:
-    hooks = list(cfg.get("custom_hooks") or [])
-    if not any(h.get("type") == "WSODFiniteLossHook" for h in hooks):
-        hooks.insert(0, {"type": "WSODFiniteLossHook", "interval": 1})
-    cfg.custom_hooks = hooks
-
-
+# --------------------------------------------------------------------------- schedule
 def _set_max_iters(cfg, max_iters: int) -> None:
     hint = "use --cfg-options train_cfg.max_epochs=N instead"
     tr.set_max_iters(cfg, max_iters, error=StrongStageError, hint=hint)
@@ -244,7 +217,7 @@ def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) ->
     ann_path, plugin, extra = files
 
     def set_dataset(ds_cfg, ann_file: Path) -> None:
-        _set_dataset(ds_cfg, str(config), ann_file, root, classes)
+        set_coco_dataset(ds_cfg, str(config), ann_file, root, classes, StrongStageError)
 
     if plugin is None:
         set_dataset(cfg.train_dataloader.dataset, ann_path)
@@ -255,7 +228,7 @@ def _wire_training(cfg, config, files: tuple, root: Path, classes, max_iters) ->
             raise StrongStageError(f"{config}: {e}") from e
     if max_iters is not None:
         _set_max_iters(cfg, max_iters)
-    _ensure_finite_loss_hook(cfg)
+    ensure_finite_loss_hook(cfg)
 
 
 def _wire_proposals(cfg, config, train: tuple, infer_triples) -> None:
@@ -267,7 +240,7 @@ def _wire_proposals(cfg, config, train: tuple, infer_triples) -> None:
     check = {"allow_pickle": allow_pickle, "error": StrongStageError}
     props.check_proposals(cfg, config, (train_props, train_file), infer_props, **check)
     if train_props is not None:
-        inner = _inner_dataset(cfg.train_dataloader.dataset, str(config))
+        inner = inner_dataset(cfg.train_dataloader.dataset, str(config), StrongStageError)
         props.set_proposals(inner, train_props, allow_pickle)
 
 
@@ -374,10 +347,13 @@ def _infer(cfg, ckpt: str, where: tuple, classes: list[str], meta: Mapping, conf
     test_cfg = tr.detection_config(cfg, f"infer_{Path(split_path).stem}")
     root = resolve_root(split["info"]["data_root"], split_path).resolve()
     ds_cfg = test_cfg.test_dataloader.dataset
-    _set_dataset(ds_cfg, str(config), Path(split_path).resolve(), root, classes)
-    _inner_dataset(ds_cfg, str(config)).test_mode = True
+    set_coco_dataset(
+        ds_cfg, str(config), Path(split_path).resolve(), root, classes, StrongStageError
+    )
+    inner = inner_dataset(ds_cfg, str(config), StrongStageError)
+    inner.test_mode = True
     if split_props is not None:
-        props.set_proposals(_inner_dataset(ds_cfg, str(config)), split_props, allow_pickle)
+        props.set_proposals(inner, split_props, allow_pickle)
     tr.detect(
         test_cfg,
         ckpt,

@@ -24,7 +24,8 @@ Invariants: training reads only the split (image labels) and proposals, never a 
 box file; ``resume=True`` continues from the work dir's last checkpoint when it belongs to the
 same run (another run's checkpoints move to ``<work_dir>/stale/<time>/``; a finished run only
 re-infers). The flow (config, fingerprint, resume, train, detect) is :mod:`wsod.training`; this
-module only wires the split and proposals into the config's datasets.
+module only wires the split and proposals into the config's datasets
+(:mod:`wsod.training.split_dataset`).
 
 Several processes (one code path on CPU and GPU, :mod:`wsod.training.dist`)::
 
@@ -48,6 +49,7 @@ from typing import Any
 
 from wsod import contracts
 from wsod import training as tr
+from wsod.training.split_dataset import set_split_dataset
 from wsod.utils.io import write_json_artifact
 
 
@@ -59,49 +61,6 @@ InferTriple = tuple[str | os.PathLike, str | os.PathLike, str | os.PathLike | No
 
 CONFIG_HINT = "see configs/cam/ (and projects/mil_baselines/configs/)"
 NO_CHECKPOINT_HINT = "train first (--train-split/--train-proposals) or set load_from"
-
-
-def _data_root(split: Mapping, split_path: str | os.PathLike) -> Path:
-    from wsod.contracts import resolve_data_root
-
-    root = resolve_data_root(split, split_path).resolve()
-    if not root.is_dir():
-        raise WeakStageError(
-            f"{split_path}: image folder {root} (info.data_root) not found; "
-            "regenerate the split with `wsod data`"
-        )
-    return root
-
-
-def _set_dataset(
-    ds_cfg: Any,
-    split_path: str | os.PathLike,
-    split: Mapping,
-    proposals: str | os.PathLike | None,
-    allow_pickle: bool = False,
-) -> None:
-    """The weak stage's dataset wiring: point a dataloader's dataset config at a split + its
-    proposals (absolute paths; None: one whole-image box per image, for models that train on
-    images alone). ``allow_pickle``: the user's ``--allow-pickle`` for a proposal ``.pkl``
-    without its ``.npz`` twin."""
-    while ds_cfg.get("type") in ("RepeatDataset", "ClassBalancedDataset"):
-        ds_cfg = ds_cfg.dataset
-    if proposals is not None:
-        from wsod.proposals.store import ProposalFileError, require_proposal_file
-
-        try:
-            require_proposal_file(proposals, split_path, allow_pickle)
-        except ProposalFileError as e:
-            raise WeakStageError(str(e)) from None
-    ds_cfg.ann_file = str(Path(split_path).resolve())
-    ds_cfg.data_root = str(_data_root(split, split_path))
-    ds_cfg.data_prefix = {"img": ""}
-    if proposals is None:
-        ds_cfg.proposal_file = None
-    else:
-        from wsod.training.proposal_inputs import set_proposals
-
-        set_proposals(ds_cfg, proposals, allow_pickle)
 
 
 def trains_on_proposals(cfg: Any) -> bool:
@@ -254,7 +213,7 @@ def _train_job(cfg, config, work_dir: Path, training: tuple, opts: WeakOptions) 
             "(--train-proposals, from `wsod proposals`)"
         )
     ds_cfg, pickle_ok = cfg.train_dataloader.dataset, opts.allow_pickle
-    _set_dataset(ds_cfg, train_split, train, train_proposals, pickle_ok)
+    set_split_dataset(ds_cfg, train_split, train, train_proposals, pickle_ok, WeakStageError)
     if opts.max_iters is not None:
         tr.set_max_iters(cfg, opts.max_iters, error=WeakStageError)
     check_schedule(cfg, config)
@@ -312,7 +271,8 @@ def _infer(
 ) -> dict:
     """Detect on one split with ``runner.test()``; ``WSODDumpCocoResults`` writes ``out``."""
     test_cfg = tr.detection_config(cfg, f"weak_infer_{split_path.stem}")
-    _set_dataset(test_cfg.test_dataloader.dataset, split_path, split, proposals, allow_pickle)
+    ds_cfg = test_cfg.test_dataloader.dataset
+    set_split_dataset(ds_cfg, split_path, split, proposals, allow_pickle, WeakStageError)
     test_cfg.test_dataloader.dataset.test_mode = True
     tr.detect(
         test_cfg,
