@@ -9,6 +9,11 @@ is part of the run's fingerprint, and its provenance (``inputs``) goes into ever
 sidecar. Without ``strong_inputs`` the stage trains on the training annotations alone.
 
 The core never imports a project: it only looks the name up in this registry.
+
+Why it stays in the core though only ``projects/soft_teacher`` uses it today: it is the one
+plug-in point for training data beyond the pseudo labels (unlabelled images of a semi-supervised
+method, a second black box's split), which the pseudo-label levers of issue #53 are expected to
+need; if none has used it when that issue closes, it moves into the project.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ strong --train-proposals PKL --infer SPLIT:PROPOSALS:OUT``). This module checks 
 proposals and the config agree before anything is written, wires the files into a dataset
 config and names the file whose content a run's fingerprint hashes (another proposal file
 never resumes an old run). Proposals are detector inputs, not ground truth.
+
+Why it stays in the core though only ``projects/fast_rcnn`` uses it today: any strong detector
+without an RPN that trains on precomputed proposals (Fast R-CNN, a proposal classifier retrained
+on the pseudo labels) plugs in here; the strong stage's flag ``--train-proposals`` is its public face.
 """
 
 from __future__ import annotations
