@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from wsod.pipeline.core import flag_value, load_pipeline, near_match, rounds_value
+from wsod.pipeline.core import flag_value, load_pipeline, rounds_value
+from wsod.utils.names import near_match
 
 
 def check_options(pipeline: dict, path: str | os.PathLike) -> None:
@@ -23,7 +24,7 @@ def check_options(pipeline: dict, path: str | os.PathLike) -> None:
         section = pipeline.get(stage) or {}
         options = stage_declarations(stage)
         for name, value in section.items():
-            options[name].check(value, f"{path}: {stage}.{name} = {value!r}", near_match)
+            options[name].check(value, f"{path}: {stage}.{name} = {value!r}")
 
 
 # `type` values that name no registry entry: mmcv ops found by name in mmcv.ops (NMS and the

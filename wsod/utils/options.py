@@ -16,13 +16,11 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from wsod.utils.names import near_match
+
 # argparse actions that take no value (a pipeline gives them True or False)
 FLAG_ACTIONS = ("store_true", "store_false", "store_const")
 NUMBER_TYPES = (int, float)
-
-
-def _no_near_match(name: str, known: Sequence[str]) -> str:
-    return ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,20 +88,15 @@ class Option:
             return f">= {self.low}"
         return f"<= {self.high}" if self.high is not None else ""
 
-    def check(
-        self,
-        value: Any,
-        where: str,
-        near: Callable[[str, Sequence[str]], str] = _no_near_match,
-    ) -> None:
+    def check(self, value: Any, where: str) -> None:
         """A pipeline's value of this option, as the parser would take it from the command
         line (its ``choices`` and ``type``, each item of a list option), and its range; a flag
-        wants True or False (or 1 or 0). None passes (the option is not given).
+        wants True or False (or 1 or 0), a value outside ``choices`` gets the nearest one as a
+        hint (:func:`wsod.utils.names.near_match`). None passes (the option is not given).
 
         Args:
             value: the value.
             where: the start of the error message (the file, the stage, the key, the value).
-            near: ``near(value, choices)`` -> a " (did you mean ...?)" hint, or "".
 
         Raises:
             ValueError: ``where``, then what the option wants.
@@ -116,11 +109,11 @@ class Option:
             return
         many = self.is_many and isinstance(value, list | tuple)
         for item in value if many else [value]:
-            self._check_item(item, where, near)
+            self._check_item(item, where)
 
-    def _check_item(self, item: Any, where: str, near: Callable) -> None:
+    def _check_item(self, item: Any, where: str) -> None:
         if self.choices is not None and item not in self.choices:
-            hint = near(str(item), [str(c) for c in self.choices])
+            hint = near_match(str(item), [str(c) for c in self.choices])
             raise ValueError(f"{where}: not one of {', '.join(map(str, self.choices))}{hint}")
         if self.type not in NUMBER_TYPES:
             return
