@@ -4,8 +4,8 @@ IRN (Ahn, Cho & Kwak, CVPR 2019) trains its inter-pixel relations in a second st
 seeds of a finished CAM, with the classifier fixed. This hook makes that second step part of
 the same training run: from iteration ``start_iter`` on, the ``WSODCAMHead`` returns its
 branches' losses alone (``train_affinity``) and every parameter outside its ``affinity`` and
-``instance`` branches (:data:`PHASE_BRANCHES`) stops taking gradients, so the classifier, and hence the seeds, stay what they were at
-``start_iter``. Before it the branch is not run and costs nothing. ``start_iter=0`` with
+``instance`` branches (:data:`PHASE_BRANCHES`) stops taking gradients, so the classifier, and
+hence the seeds, stay what they were at ``start_iter``. Before it the branch is not run and costs nothing. ``start_iter=0`` with
 ``load_from`` a trained CAM checkpoint trains the branch alone.
 """
 

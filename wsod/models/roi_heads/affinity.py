@@ -65,6 +65,20 @@ def cam_seeds(cams: Tensor, labels: Sequence[int], hi: float = 0.6, lo: float = 
     return seeds
 
 
+def branch_seeds(maps: Tensor, labels: Sequence[int], cfg: dict, meta: dict | None) -> Tensor:
+    """:func:`cam_seeds` of one image for a branch trained on them (the affinity branch, the
+    instance branch): its ``seed_hi`` / ``seed_lo``, and the padding beyond ``meta['img_shape']``
+    (at 1/``cfg['stride']`` of the input) left unseeded (:data:`IGNORE`). ``meta`` None: no
+    padding."""
+    seeds = cam_seeds(maps, labels, cfg["seed_hi"], cfg["seed_lo"])
+    if meta is not None:
+        h, w = meta["img_shape"][:2]
+        stride = int(cfg["stride"])
+        seeds[round(h / stride) :] = IGNORE
+        seeds[:, round(w / stride) :] = IGNORE
+    return seeds
+
+
 def affinity_targets(seeds: Tensor, dilations: Sequence[int]) -> dict[str, Tensor]:
     """Pair masks between every pixel and its neighbours (the layout of
     :func:`~wsod.models.roi_heads.cam_refine.neighbours`).
@@ -213,15 +227,12 @@ def affinity_phase_loss(
         foreground teaches little).
     """
     dilations = tuple(int(d) for d in cfg["dilations"])
-    stride = int(cfg["stride"])
     affinities = predicted_affinities(embedding, dilations)
     losses, fg, bg = [], [], []
     for i, labels in enumerate(image_labels):
-        seeds = cam_seeds(maps[i], labels, cfg["seed_hi"], cfg["seed_lo"])
-        if batch_img_metas is not None:
-            h, w = batch_img_metas[i]["img_shape"][:2]
-            seeds[round(h / stride) :] = IGNORE
-            seeds[:, round(w / stride) :] = IGNORE
+        seeds = branch_seeds(
+            maps[i], labels, cfg, None if batch_img_metas is None else batch_img_metas[i]
+        )
         losses.append(affinity_loss(affinities[i], affinity_targets(seeds, dilations)))
         known = (seeds != IGNORE).sum().clamp(min=1)
         fg.append((seeds > BACKGROUND).sum() / known)

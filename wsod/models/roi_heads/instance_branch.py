@@ -36,7 +36,13 @@ import torch
 from scipy import ndimage
 from torch import Tensor
 
-from .affinity import BACKGROUND, IGNORE, AffinityBranch, affinity_loss, affinity_targets, cam_seeds
+from .affinity import (
+    BACKGROUND,
+    AffinityBranch,
+    affinity_loss,
+    affinity_targets,
+    branch_seeds,
+)
 from .cam_instances import FOUR_CONNECTED
 from .cam_refine import neighbours
 
@@ -145,16 +151,13 @@ def instance_phase_loss(
         number of pseudo instances per image (``seed_instances``).
     """
     dilations = tuple(int(d) for d in cfg["dilations"])
-    stride = int(cfg["stride"])
     field, boundary = split_outputs(out)
     affinities = 1 - path_max(boundary, dilations)
     disp, bound, count = [], [], []
     for i, labels in enumerate(image_labels):
-        seeds = cam_seeds(maps[i], labels, cfg["seed_hi"], cfg["seed_lo"])
-        if batch_img_metas is not None:
-            h, w = batch_img_metas[i]["img_shape"][:2]
-            seeds[round(h / stride) :] = IGNORE
-            seeds[:, round(w / stride) :] = IGNORE
+        seeds = branch_seeds(
+            maps[i], labels, cfg, None if batch_img_metas is None else batch_img_metas[i]
+        )
         target, fg, bg, n = displacement_targets(seeds)
         disp.append(displacement_loss(field[i], target, fg, bg))
         bound.append(affinity_loss(affinities[i], affinity_targets(seeds, dilations)))
