@@ -25,8 +25,10 @@ model = dict(
         instance=dict(in_indices=(0, 1, 2), in_channels=(24, 40, 112), stride=8, channels=64,
                       seed_hi=0.3, seed_lo=0.05, dilations=(1, 2, 3, 4, 6, 8)),
         # the walked region above 0.3 x its maximum (the affinity config's threshold) cut into
-        # instances; groups under 1 % of the image dropped (IRN's fragment size)
-        scoring=dict(_delete_=True, type='instances', thr=0.3, min_area=0.01,
+        # instances; groups under 1 % of the image dropped (IRN's fragment size); only the
+        # classes the walk walks (probability >= its min_prob) are grouped, the others keep
+        # their 'thresholded' scores (grouping costs per class)
+        scoring=dict(_delete_=True, type='instances', thr=0.3, min_area=0.01, min_prob=0.05,
                      centroid_thr=10.0, iters=100, boundary_thr=0.5)))
 custom_hooks = [dict(type='CheckInvalidLossHook', interval=1),
                 dict(type='WSODAffinityPhaseHook', start_iter=4000)]

@@ -193,6 +193,41 @@ def test_grouped_scoring_adds_mask_boxes_and_refuses_an_untrained_branch():
     assert not torch.equal(mb, b)
 
 
+def test_probability_floor_groups_only_the_likely_classes():
+    """scoring.min_prob: a class below it gets no mask box and every box scores it as
+    'thresholded' at the same thr; a class above it scores as with no floor."""
+    f8, _ = features()
+    f16 = torch.zeros(1, 3, 4, 4)
+    f16[0, 0, 0, 0] = f16[0, 0, 3, 3] = 1.0  # class 0: two one-cell blobs (probability lower)
+    f16[0, 1, 1:3, 1:3] = 1.0  # class 1: one 2x2 blob
+    # the last proposal holds class 0's corner blob: grouping and 'thresholded' score it apart
+    boxes = [torch.tensor([[0.0, 0.0, 32.0, 32.0], [8.0, 8.0, 64.0, 64.0], [0.0, 0.0, 20.0, 20.0]])]
+    meta = [dict(img_shape=(64, 64), ori_shape=(64, 64), scale_factor=(1.0, 1.0))]
+
+    @torch.no_grad()
+    def scored(scoring):
+        h = head(scoring=scoring).eval()
+        h.fc_cls.weight.zero_()
+        h.fc_cls.weight[0, 0] = h.fc_cls.weight[1, 1] = 1.0
+        probs = torch.sigmoid(h((f8, f16)).mean(dim=(2, 3)))[0]
+        return h._scored((f8, f16), boxes, meta, None, True)[0], probs
+
+    comps = dict(type="components", thr=0.3, min_area=0.0)
+    (b_all, s_all), probs = scored(comps)
+    assert probs[0] < probs[1]
+    (b, s), _ = scored(dict(comps, min_prob=float(probs.mean())))
+    (pb, ps), _ = scored(dict(type="thresholded", thr=0.3))
+    # class 1 alone is grouped: its one mask box after the proposals, scored as without a floor
+    assert len(b_all) == 3 + 3 and len(b) == 3 + 1
+    assert torch.equal(b[:3], boxes[0]) and torch.equal(b[3], b_all[5])
+    assert torch.allclose(s[:3, 1], s_all[:3, 1]) and torch.allclose(s[3, 1], s_all[5, 1])
+    # class 0 is scored by 'thresholded' (below its grouped score on the blob's proposal)
+    assert torch.allclose(s[:3, 0], ps[:, 0]) and s[2, 0] < s_all[2, 0]
+    # above every class: no mask box, the 'thresholded' scores themselves
+    (nb, ns), _ = scored(dict(comps, min_prob=1.0))
+    assert torch.equal(nb, pb) and torch.allclose(ns, ps)
+
+
 def test_instances_config_repeats_the_affinity_config_exactly():
     """The instances config cannot inherit the affinity config (one level of configs,
     tests/test_config_layout.py) and repeats its settings: they must stay equal."""

@@ -22,6 +22,7 @@ displacement field and class boundaries) trains in the same phase; ``scoring=dic
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -318,7 +319,9 @@ class WSODCAMHead(BaseModule):
             if not grouped:
                 out.append((boxes, score_boxes(cam, boxes / scale, self.scoring) * probs[i]))
                 continue
-            mask_boxes, scores = self.grouped_scores(cam, boxes / scale, own.get("instance"))
+            mask_boxes, scores = self.grouped_scores(
+                cam, boxes / scale, own.get("instance"), probs[i]
+            )
             if add_mask_boxes:
                 boxes = torch.cat([boxes, mask_boxes * scale])
             else:
@@ -330,11 +333,13 @@ class WSODCAMHead(BaseModule):
         return int((self.affinity_cfg if branch == "affinity" else self.instance_cfg)["stride"])
 
     def grouped_scores(
-        self, cam: Tensor, boxes: Tensor, instance_out: Tensor | None
+        self, cam: Tensor, boxes: Tensor, instance_out: Tensor | None, probs: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """One image's mask boxes and (R + E, C) group scores (map pixels;
         :func:`~wsod.models.roi_heads.cam_instances.score_by_groups`): the instance branch's
-        field (and boundaries) upsampled to ``cam``'s size and rescaled to its pixels."""
+        field (and boundaries) upsampled to ``cam``'s size and rescaled to its pixels. With
+        ``probs`` (C,) only the classes of probability >= ``scoring['min_prob']`` are grouped;
+        every box scores the others by ``thresholded`` at the same ``thr``."""
         opts = self.scoring
         size = cam.shape[-2:]
         kw = {}
@@ -354,8 +359,21 @@ class WSODCAMHead(BaseModule):
                 landed=follow_field(field, int(opts["iters"])),
             )
         min_area = int(float(opts["min_area"]) * size[0] * size[1])
-        groups = [class_groups(c, float(opts["thr"]), min_area, **kw) for c in cam]
-        return score_by_groups(cam, boxes, float(opts["thr"]), groups)
+        thr = float(opts["thr"])
+        grouped = torch.ones(len(cam), dtype=torch.bool, device=cam.device)
+        if probs is not None:
+            grouped = probs >= float(opts["min_prob"])
+        none = np.zeros(tuple(size), np.int64)  # a class left ungrouped: no group of its own
+        groups = [
+            class_groups(c, thr, min_area, **kw) if g else none
+            for c, g in zip(cam, grouped.tolist(), strict=True)
+        ]
+        mask_boxes, scores = score_by_groups(cam, boxes, thr, groups)
+        if not grouped.all():
+            every = torch.cat([boxes, mask_boxes])
+            plain = score_boxes(cam[~grouped], every, {"type": "thresholded", "thr": thr})
+            scores[:, ~grouped] = plain.to(scores)
+        return mask_boxes, scores
 
     def predict(
         self,

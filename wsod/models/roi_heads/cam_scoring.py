@@ -47,15 +47,18 @@ SCORING_KEYS = {
     # :func:`~wsod.models.roi_heads.cam_instances.score_by_groups`). thr as 'thresholded';
     # min_area: smaller groups are dropped (fraction of the image, IRN's 1 %); centroid_thr:
     # a centroid region is where the field is shorter (input pixels: IRN's 2.5 at stride 4);
-    # iters: steps along the field; boundary_thr: boundary pixels leave the mask
+    # iters: steps along the field; boundary_thr: boundary pixels leave the mask; min_prob:
+    # only the classes whose probability reaches it are grouped, the others keep their
+    # 'thresholded' score at thr (as the walk's min_prob: grouping costs per class)
     "instances": {
         "thr": 0.3,
         "min_area": 0.01,
         "centroid_thr": 10.0,
         "iters": 100,
         "boundary_thr": 0.5,
+        "min_prob": 0.0,
     },
-    "components": {"thr": 0.3, "min_area": 0.01},
+    "components": {"thr": 0.3, "min_area": 0.01, "min_prob": 0.0},
 }
 GROUP_SCORINGS = ("instances", "components")
 DEFAULT_SCORING = {"type": "mass_minus_area"}
