@@ -33,7 +33,7 @@ class ToyModel(BaseModel):
 
 @DATASETS.register_module(name="WSODTestToyDataset", force=True)
 class ToyDataset(torch.utils.data.Dataset):
-    def __init__(self, n: int = 4) -> None:
+    def __init__(self, n: int = 4, ann_file: str | None = None) -> None:
         self.x = torch.linspace(-1, 1, 2 * n).reshape(n, 2)
 
     def __len__(self) -> int:
@@ -47,12 +47,12 @@ class FlowError(ValueError):
     pass
 
 
-def toy_cfg(work: Path, max_iters: int = 2, lr: float = 0.1) -> Config:
+def toy_cfg(work: Path, max_iters: int = 2, lr: float = 0.1, ann_file=None) -> Config:
     return Config(
         dict(
             model=dict(type="WSODTestToyModel"),
             train_dataloader=dict(
-                dataset=dict(type="WSODTestToyDataset"),
+                dataset=dict(type="WSODTestToyDataset", ann_file=ann_file and str(ann_file)),
                 sampler=dict(type="DefaultSampler", shuffle=False),
                 batch_size=2,
                 num_workers=0,
@@ -116,7 +116,7 @@ def test_trains_and_writes_the_run_records(tmp_path, data):
     assert written == ["write", "read"]  # rank 0 writes the dataset's files, every rank reads
     run = json.loads((work / "toy_run.json").read_text())
     assert run == {"fingerprint": run["fingerprint"], "kind": "toy", "config": "toy.py"}
-    assert run["fingerprint"].startswith("v4:")
+    assert run["fingerprint"].startswith("v5:")
     model = json.loads((work / "toy_model.json").read_text())
     assert model["checkpoint"] == trained.checkpoint and model["iterations"] == 2
     assert model["classes"] == ["a"] and model["config"] == str(work / "toy_config.py")
@@ -194,3 +194,31 @@ def test_num_classes_set_everywhere_but_the_rpn():
     tr.set_num_classes(model, 5)
     assert model["roi_head"] == {"num_classes": 5, "bbox_head": {"num_classes": 5}}
     assert model["rpn_head"] == {"num_classes": 1} and model["heads"] == [{"num_classes": 5}]
+
+
+def test_a_moved_run_folder_is_the_same_run(tmp_path, data, monkeypatch):
+    """A run folder (work dir + training inputs) moved elsewhere resumes there: a finished run
+    is not trained again, an interrupted one continues from the moved folder's checkpoint
+    (mmengine's ``last_checkpoint`` still names the old place)."""
+    import shutil
+
+    run = tmp_path / "run"
+    work, inputs = run / "work", run / "train.json"
+    inputs.parent.mkdir()
+    shutil.copy(data, inputs)
+    train_toy(work, inputs, ann_file=inputs)
+    moved = tmp_path / "elsewhere" / "run"
+    shutil.move(run, moved)
+    (moved / "work" / "iter_2.pth").unlink()  # interrupted after step 1, then moved
+    (moved / "work" / "last_checkpoint").write_text(str(work / "iter_1.pth"))
+    resumed, _ = train_toy(moved / "work", moved / "train.json", ann_file=moved / "train.json")
+    assert resumed.resumed_from == str(moved / "work" / "iter_1.pth")
+    assert resumed.checkpoint == str(moved / "work" / "iter_2.pth")
+    assert not (moved / "work" / "stale").exists()
+    # copied once more, finished: detection only, nothing trained
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)
+    monkeypatch.setattr(flow, "train", lambda *a, **k: pytest.fail("trained a finished run"))
+    again, _ = train_toy(copy / "work", copy / "train.json", ann_file=copy / "train.json")
+    assert again.resumed_from == str(copy / "work" / "iter_2.pth") and again.iterations == 2
+    assert not (copy / "work" / "stale").exists()

@@ -44,7 +44,7 @@ def test_fingerprint_leaves_out_the_models_inference_settings(tmp_path):
     data.write_text("[1]")
     cfg = make_cfg(**{"model.roi_head": dict(type="H", test_cfg=dict(nms=0.3))})
     base = rn.run_fingerprint(cfg, [data])
-    assert base.startswith("v4:")
+    assert base.startswith("v5:")
     for change in (
         {"model.roi_head.test_cfg.nms": 0.5},
         {"model.test_cfg": dict(flip=True, scales=[0.75, 1.0])},
@@ -73,6 +73,48 @@ def test_fingerprint_leaves_out_which_semi_supervised_model_detects(tmp_path):
     assert rn.run_fingerprint(
         make_cfg(**{"model": dict(semi, semi_train_cfg=dict(unsup_weight=2.0))}), [data]
     ) != rn.run_fingerprint(make_cfg(**{"model": semi}), [data])
+
+
+def test_fingerprint_does_not_depend_on_where_the_run_folder_lies(tmp_path):
+    """Version 5: a path inside the work dir, or of a hashed input file, is a placeholder, so a
+    run folder moved elsewhere is the same run; any other path, and the inputs' contents, still
+    count. Version 4 (older run files) kept the paths."""
+
+    def run_in(folder, **over):
+        data = folder / "data" / "train.json"
+        data.parent.mkdir(parents=True, exist_ok=True)
+        data.write_text("[1]")
+        work = folder / "strong"
+        cfg = make_cfg(
+            work_dir=str(work),
+            train_dataloader=dict(
+                dataset=dict(ann_file=str(data), extra=str(work / "train_annotations.json"))
+            ),
+            **over,
+        )
+        return cfg, data
+
+    here, there = tmp_path / "run", tmp_path / "moved" / "run"
+    (cfg, data), (moved, moved_data) = run_in(here), run_in(there)
+    assert rn.run_fingerprint(moved, [moved_data]) == rn.run_fingerprint(cfg, [data])
+    assert rn.run_fingerprint(moved, [moved_data], version=4) != rn.run_fingerprint(
+        cfg, [data], version=4
+    )
+    # an input hashed by the caller (hashed_elsewhere) is a placeholder too
+    assert rn.run_fingerprint(moved, [], hashed_elsewhere=[moved_data]) == rn.run_fingerprint(
+        cfg, [], hashed_elsewhere=[data]
+    )
+    # ... but not when nobody hashes it: its path then tells the runs apart
+    assert rn.run_fingerprint(moved, []) != rn.run_fingerprint(cfg, [])
+    # another path (here the image folder) and other input contents are another run
+    other_root, _ = run_in(there, data_root="/elsewhere/VOC2007")
+    assert rn.run_fingerprint(other_root, [moved_data]) != rn.run_fingerprint(moved, [moved_data])
+    moved_data.write_text("[2]")
+    assert rn.run_fingerprint(moved, [moved_data]) != rn.run_fingerprint(cfg, [data])
+    # a path that only starts like the work dir is not inside it
+    near = make_cfg(work_dir=str(here / "strong"), data_root=str(here / "strong2"))
+    far = make_cfg(work_dir=str(there / "strong"), data_root=str(there / "strong2"))
+    assert rn.run_fingerprint(near, [data]) != rn.run_fingerprint(far, [data])
 
 
 def test_fingerprint_leaves_out_a_heads_test_time_arguments(tmp_path):

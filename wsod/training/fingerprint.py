@@ -22,8 +22,10 @@ from wsod.training.config import EVAL_KEYS, TEST_KEYS, without
 RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher")
 """Config keys that do not change what a training run computes (left out of its fingerprint)."""
 
-FINGERPRINT_VERSION = 4
-"""Version 4 also leaves out a semi-supervised detector's ``semi_test_cfg`` (mmdet's
+FINGERPRINT_VERSION = 5
+"""Version 5 writes the config's paths inside the work dir, and those of the input files whose
+contents are hashed, as placeholders (:func:`portable_paths`), so a run folder moved or copied
+elsewhere still resumes (or, finished, only detects); version 4 also leaves out a semi-supervised detector's ``semi_test_cfg`` (mmdet's
 ``SemiBaseDetector``: whether the teacher or the student detects), so detecting with the other
 one never retrains; version 3 also leaves out the constructor arguments a model class lists in its
 ``TEST_TIME_ARGS`` (e.g. the CAM head's box-scoring settings); version 2 left the model's
@@ -35,10 +37,17 @@ LEGACY_VERSIONS = tuple(range(1, FINGERPRINT_VERSION))
 
 
 def latest_checkpoint(work_dir: str | os.PathLike) -> str | None:
-    """The work dir's last mmengine checkpoint (its ``last_checkpoint`` file), else None."""
+    """The work dir's last mmengine checkpoint (its ``last_checkpoint`` file), else None.
+
+    mmengine writes the checkpoint's absolute path there; in a work dir moved or copied since,
+    the checkpoint of that name in ``work_dir`` itself is the one meant."""
     from mmengine.runner.checkpoint import find_latest_checkpoint
 
-    return find_latest_checkpoint(str(work_dir))
+    last = find_latest_checkpoint(str(work_dir))
+    if last is None:
+        return None
+    here = Path(work_dir) / Path(last).name
+    return str(here) if here.is_file() else last
 
 
 def checkpoint_iter(path: str | os.PathLike | None) -> int | None:
@@ -81,13 +90,42 @@ def without_test_time_args(obj: Any) -> Any:
     return obj
 
 
+def portable_paths(obj: Any, work_dir: str | os.PathLike | None, hashed: Sequence) -> Any:
+    """A copy of a (nested) config in which a path inside ``work_dir`` reads
+    ``<work_dir>/...`` and the path of a file in ``hashed`` (whose contents the fingerprint
+    hashes beside the config) reads ``<input>``: what a run computes does not depend on where
+    its folder lies. Other paths (the image folder, a trunk's weights) stay as they are."""
+    roots = {str(Path(work_dir)), str(Path(work_dir).resolve())} if work_dir else set()
+    files = {str(Path(p)) for p in hashed} | {str(Path(p).resolve()) for p in hashed}
+
+    def portable(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: portable(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [portable(v) for v in value]
+        if not isinstance(value, str):
+            return value
+        if value in files:
+            return "<input>"
+        for root in roots:
+            if value == root or value.startswith(root + os.sep):
+                return "<work_dir>" + value[len(root) :]
+        return value
+
+    return portable(obj)
+
+
 def versioned_digest(h: Any, version: int) -> str:
     """A fingerprint's text: ``'v<version>:<hex>'``, or the plain hex of version 1."""
     return h.hexdigest() if version == 1 else f"v{version}:{h.hexdigest()}"
 
 
 def run_fingerprint(
-    cfg: Any, inputs: Sequence[str | os.PathLike], *, version: int = FINGERPRINT_VERSION
+    cfg: Any,
+    inputs: Sequence[str | os.PathLike],
+    *,
+    version: int = FINGERPRINT_VERSION,
+    hashed_elsewhere: Sequence[str | os.PathLike] = (),
 ) -> str:
     """SHA-256 of what a training run computes: the training config (without the eval/test
     loops, the model's ``test_cfg`` and :data:`RUNTIME_KEYS`; with the seed) and the contents
@@ -95,15 +133,20 @@ def run_fingerprint(
     does the number of processes (the launcher's settings are added after fingerprinting).
 
     Args:
-        version: 4 (current; returned as ``'v4:<hex>'``), 3 (``semi_test_cfg`` included), 2
-            (``test_time_args`` too) or 1 (plain hex, the model's ``test_cfg`` too): what run
-            files written by older versions hold.
+        version: 5 (current; returned as ``'v5:<hex>'``), 4 (paths as they are), 3
+            (``semi_test_cfg`` included), 2 (``test_time_args`` too) or 1 (plain hex, the model's
+            ``test_cfg`` too): what run files written by older versions hold.
+        hashed_elsewhere: input files whose contents the caller hashes into its own digest
+            (their paths are placeholders from version 5 on, as ``inputs``' are).
     """
     from wsod.utils.io import file_sha256
 
     train = without(cfg, EVAL_KEYS + TEST_KEYS).to_dict()
+    work_dir = train.get("work_dir")
     for key in RUNTIME_KEYS:
         train.pop(key, None)
+    if version >= 5:
+        train = portable_paths(train, work_dir, [*inputs, *hashed_elsewhere])
     if version >= 2 and "model" in train:
         keys = ("test_cfg", "semi_test_cfg") if version >= 4 else ("test_cfg",)
         train["model"] = without_test_cfg(train["model"], keys)
