@@ -22,13 +22,17 @@ SIZE = st.floats(min_value=0, max_value=800, allow_nan=False, width=32)
 
 
 @st.composite
-def boxes_xyxy(draw: st.DrawFn, min_size: int = 0, max_size: int = 8) -> np.ndarray:
-    """(N,4) float64 x1y1x2y2 boxes with x2 >= x1 and y2 >= y1 (empty boxes included)."""
+def boxes_xyxy(
+    draw: st.DrawFn, min_size: int = 0, max_size: int = 8, min_side: float = 0.0
+) -> np.ndarray:
+    """(N,4) float64 x1y1x2y2 boxes with x2 >= x1 and y2 >= y1 (empty boxes included unless
+    ``min_side`` > 0: each side at least that long)."""
     n = draw(st.integers(min_size, max_size))
+    side = SIZE if min_side == 0 else st.floats(min_side, 800, allow_nan=False, width=32)
     rows = [
         [x, y, x + w, y + h]
         for x, y, w, h in draw(
-            st.lists(st.tuples(COORD, COORD, SIZE, SIZE), min_size=n, max_size=n)
+            st.lists(st.tuples(COORD, COORD, side, side), min_size=n, max_size=n)
         )
     ]
     return np.asarray(rows, dtype=np.float64).reshape(-1, 4)
@@ -60,9 +64,9 @@ def test_iou_of_a_box_with_itself_is_one(a: np.ndarray) -> None:
     assert (iou[~positive] == 0).all()  # an empty box overlaps nothing, not even itself
 
 
-@given(
-    boxes_xyxy(min_size=1),
-    boxes_xyxy(min_size=1),
+@given(  # sides of at least 1/64 px: a side of 1e-16 vanishes in x + shift (floats, not IoU)
+    boxes_xyxy(min_size=1, min_side=0.015625),
+    boxes_xyxy(min_size=1, min_side=0.015625),
     st.floats(-500, 500, allow_nan=False),
     st.floats(0.25, 4, allow_nan=False),
 )

@@ -41,6 +41,7 @@ from .hook_utils import bare_model, map_tensors
 __all__ = [
     "WSODAmpOptimWrapper",
     "WSODFp32IslandsHook",
+    "add_fp32_islands",
     "fp32_method",
     "to_fp32",
 ]
@@ -126,16 +127,23 @@ class WSODFp32IslandsHook(Hook):
         self.handles: list = []
 
     def before_run(self, runner) -> None:
-        out_mods, in_mods = islands(bare_model(runner), self.outputs, self.inputs)
-        for mod in out_mods:
-            self.handles.append(mod.register_forward_hook(_outputs_to_fp32))
-        for mod in in_mods:
-            self.handles.append(mod.register_forward_pre_hook(_inputs_to_fp32))
+        self.handles += add_fp32_islands(bare_model(runner), self.outputs, self.inputs)
 
     def after_run(self, runner) -> None:
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
+
+
+def add_fp32_islands(
+    model: torch.nn.Module, outputs: Sequence[str] = (), inputs: Sequence[str] = ()
+) -> list:
+    """Register on ``model`` the module hooks :class:`WSODFp32IslandsHook` registers (the
+    modules of :func:`islands`); returns their handles (``.remove()`` undoes them). For
+    detection outside a Runner (``wsod predict``)."""
+    out_mods, in_mods = islands(model, outputs, inputs)
+    handles = [mod.register_forward_hook(_outputs_to_fp32) for mod in out_mods]
+    return handles + [mod.register_forward_pre_hook(_inputs_to_fp32) for mod in in_mods]
 
 
 def _outputs_to_fp32(module, args, output):

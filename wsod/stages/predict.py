@@ -38,6 +38,7 @@ Unreadable images: each is reported on stderr by name and skipped (listed in the
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sys
@@ -227,7 +228,25 @@ def load_detector(strong: Mapping, device: str):
     )
     pipeline = get_test_pipeline_cfg(model.cfg.copy())
     pipeline[0].type = "mmdet.LoadImageFromNDArray"
+    model.wsod_precision = detection_precision(cfg, model)
     return model, Compose(pipeline)
+
+
+def detection_precision(cfg: Any, model: Any) -> Callable[[], Any]:
+    """The precision the strong stage detected in, so that ``predict`` gives its detections:
+    its test loop's ``fp16`` (bf16 autocast on a CPU, set by ``--precision``) with the fp32
+    islands of its ``WSODFp32IslandsHook`` (:mod:`wsod.models.mixed_precision`) registered on
+    ``model``; returns the context each image's forward runs in (none in fp32)."""
+    if not (cfg.get("test_cfg") or {}).get("fp16"):
+        return contextlib.nullcontext
+    from mmengine.runner.amp import autocast
+
+    from wsod.models.mixed_precision import add_fp32_islands
+
+    hooks = [h for h in cfg.get("custom_hooks") or [] if h.get("type") == "WSODFp32IslandsHook"]
+    hook = hooks[0] if hooks else {}
+    add_fp32_islands(model, hook.get("outputs", ()), hook.get("inputs", ()))
+    return autocast
 
 
 def detect_images(
@@ -250,7 +269,8 @@ def detect_images(
             skipped.append(str(path))
             continue
         image_id = len(images) + 1
-        inst = inference_detector(model, img, test_pipeline=pipeline).pred_instances
+        with getattr(model, "wsod_precision", contextlib.nullcontext)():
+            inst = inference_detector(model, img, test_pipeline=pipeline).pred_instances
         scores = inst.scores.detach().cpu().numpy().astype(np.float64)
         order = np.argsort(-scores, kind="stable")[:max_per_image]
         boxes = inst.bboxes.detach().cpu().numpy().astype(np.float64)[order]
