@@ -327,3 +327,36 @@ def test_cli_reaches_run_and_reads_the_pipelines_rescoring(monkeypatch, tmp_path
         main(["predict", "--help"])
     text = capsys.readouterr().out
     assert "DetInferencer" in text and "strong_config.py" in text and "make predict" in text
+
+
+def test_detects_in_the_precision_the_strong_stage_detected_in():
+    """A test loop in bf16 (``fp16=True``: the strong stage's ``--precision bf16``) makes predict
+    run each forward under the same autocast, with the hook's fp32 islands; fp32 stays fp32."""
+    import contextlib
+
+    import torch
+    from mmengine.config import Config
+
+    from wsod.stages.predict import detection_precision
+
+    def model():
+        return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+
+    x = torch.ones(2, 4)
+    fp32 = Config(dict(test_cfg=dict(type="TestLoop")))
+    plain = model()
+    assert detection_precision(fp32, plain) is contextlib.nullcontext
+    assert plain(x).dtype == torch.float32
+    bf16 = Config(dict(test_cfg=dict(type="TestLoop", fp16=True)))
+    m = model()
+    with detection_precision(bf16, m)():
+        assert m(x).dtype == torch.bfloat16  # autocast entered
+    islands = Config(
+        dict(
+            test_cfg=dict(type="TestLoop", fp16=True),
+            custom_hooks=[dict(type="WSODFp32IslandsHook", outputs=["1"])],
+        )
+    )
+    m = model()
+    with detection_precision(islands, m)():
+        assert m(x).dtype == torch.float32  # the named module's output cast back
