@@ -337,7 +337,7 @@ def test_detects_in_the_precision_the_strong_stage_detected_in():
     import torch
     from mmengine.config import Config
 
-    from wsod.stages.predict import detection_precision
+    from wsod.models.mixed_precision import detection_autocast
 
     def model():
         return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
@@ -345,11 +345,11 @@ def test_detects_in_the_precision_the_strong_stage_detected_in():
     x = torch.ones(2, 4)
     fp32 = Config(dict(test_cfg=dict(type="TestLoop")))
     plain = model()
-    assert detection_precision(fp32, plain) is contextlib.nullcontext
+    assert detection_autocast(fp32, plain) is contextlib.nullcontext
     assert plain(x).dtype == torch.float32
     bf16 = Config(dict(test_cfg=dict(type="TestLoop", fp16=True)))
     m = model()
-    with detection_precision(bf16, m)():
+    with detection_autocast(bf16, m)():
         assert m(x).dtype == torch.bfloat16  # autocast entered
     islands = Config(
         dict(
@@ -358,5 +358,5 @@ def test_detects_in_the_precision_the_strong_stage_detected_in():
         )
     )
     m = model()
-    with detection_precision(islands, m)():
+    with detection_autocast(islands, m)():
         assert m(x).dtype == torch.float32  # the named module's output cast back

@@ -26,6 +26,7 @@ than fp32: which precision ``auto`` picks is :mod:`wsod.training.precision`. Mea
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, contextmanager
@@ -42,6 +43,7 @@ __all__ = [
     "WSODAmpOptimWrapper",
     "WSODFp32IslandsHook",
     "add_fp32_islands",
+    "detection_autocast",
     "fp32_method",
     "to_fp32",
 ]
@@ -144,6 +146,21 @@ def add_fp32_islands(
     out_mods, in_mods = islands(model, outputs, inputs)
     handles = [mod.register_forward_hook(_outputs_to_fp32) for mod in out_mods]
     return handles + [mod.register_forward_pre_hook(_inputs_to_fp32) for mod in in_mods]
+
+
+def detection_autocast(cfg: Any, model: torch.nn.Module) -> Callable[[], Any]:
+    """The precision a config's test loop detects in, for detection outside a Runner
+    (``wsod predict``): its ``fp16`` (bf16 autocast on a CPU, set by ``--precision``) with the
+    fp32 islands of its ``WSODFp32IslandsHook`` registered on ``model``; returns the context
+    each forward runs in (none in fp32)."""
+    if not (cfg.get("test_cfg") or {}).get("fp16"):
+        return contextlib.nullcontext
+    from mmengine.runner.amp import autocast
+
+    hooks = [h for h in cfg.get("custom_hooks") or [] if h.get("type") == "WSODFp32IslandsHook"]
+    hook = hooks[0] if hooks else {}
+    add_fp32_islands(model, hook.get("outputs", ()), hook.get("inputs", ()))
+    return autocast
 
 
 def _outputs_to_fp32(module, args, output):

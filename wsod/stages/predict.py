@@ -210,6 +210,7 @@ def load_detector(strong: Mapping, device: str):
     from mmengine.config import Config
 
     import wsod.models  # noqa: F401  (registers wsod's modules, as the config's custom_imports)
+    from wsod.models.mixed_precision import detection_autocast
     from wsod.training.proposal_inputs import reads_proposals
 
     cfg = Config.fromfile(strong["config"])
@@ -228,25 +229,8 @@ def load_detector(strong: Mapping, device: str):
     )
     pipeline = get_test_pipeline_cfg(model.cfg.copy())
     pipeline[0].type = "mmdet.LoadImageFromNDArray"
-    model.wsod_precision = detection_precision(cfg, model)
+    model.wsod_precision = detection_autocast(cfg, model)  # the stage's precision
     return model, Compose(pipeline)
-
-
-def detection_precision(cfg: Any, model: Any) -> Callable[[], Any]:
-    """The precision the strong stage detected in, so that ``predict`` gives its detections:
-    its test loop's ``fp16`` (bf16 autocast on a CPU, set by ``--precision``) with the fp32
-    islands of its ``WSODFp32IslandsHook`` (:mod:`wsod.models.mixed_precision`) registered on
-    ``model``; returns the context each image's forward runs in (none in fp32)."""
-    if not (cfg.get("test_cfg") or {}).get("fp16"):
-        return contextlib.nullcontext
-    from mmengine.runner.amp import autocast
-
-    from wsod.models.mixed_precision import add_fp32_islands
-
-    hooks = [h for h in cfg.get("custom_hooks") or [] if h.get("type") == "WSODFp32IslandsHook"]
-    hook = hooks[0] if hooks else {}
-    add_fp32_islands(model, hook.get("outputs", ()), hook.get("inputs", ()))
-    return autocast
 
 
 def detect_images(
