@@ -287,8 +287,9 @@ def _train_job(cfg, config, ann_path: Path, prefix: str, train, meta, extra: Ext
     props_sha = props.proposals_digest(train_props)  # '' without: older runs still resume
     inputs = [train_file, *(extra.inputs if extra else []), *[p for p in [train_props] if p]]
 
+    hashed = [train_props] if train_props else []  # its contents: props_sha
+
     def fingerprint_of(version: int) -> str:  # the config's and the training images'
-        hashed = [train_props] if train_props else []  # its contents: props_sha
         config_sha = tr.run_fingerprint(cfg, [], version=version, hashed_elsewhere=hashed)
         digest = config_sha + ann_sha + extra_sha + props_sha
         return tr.versioned_digest(hashlib.sha256(digest.encode()), version)

@@ -25,7 +25,8 @@ RUNTIME_KEYS = ("work_dir", "experiment_name", "load_from", "resume", "launcher"
 FINGERPRINT_VERSION = 5
 """Version 5 writes the config's paths inside the work dir, and those of the input files whose
 contents are hashed, as placeholders (:func:`portable_paths`), so a run folder moved or copied
-elsewhere still resumes (or, finished, only detects); version 4 also leaves out a semi-supervised detector's ``semi_test_cfg`` (mmdet's
+elsewhere still resumes (or, finished, only detects); version 4 also leaves out a
+semi-supervised detector's ``semi_test_cfg`` (mmdet's
 ``SemiBaseDetector``: whether the teacher or the student detects), so detecting with the other
 one never retrains; version 3 also leaves out the constructor arguments a model class lists in its
 ``TEST_TIME_ARGS`` (e.g. the CAM head's box-scoring settings); version 2 left the model's
