@@ -248,6 +248,8 @@ def test_instances_config_repeats_the_affinity_config_exactly():
         keys["roi_head.affinity"]
         == aff.optim_wrapper.paramwise_cfg.custom_keys["roi_head.affinity"]
     )
-    assert keys["roi_head.instance"] == keys["roi_head.affinity"]
+    # the instance branch learns slower than the affinity branch: at the affinity branch's lr
+    # it collapsed to a constant output (docs/experiments/2026-12-07-instance-separation.md)
+    assert keys["roi_head.instance"]["lr_mult"] < keys["roi_head.affinity"]["lr_mult"]
     assert ins.model.roi_head.scoring.type == "instances"
     WSODCAMHead.check_cfg(ins.model.roi_head)
