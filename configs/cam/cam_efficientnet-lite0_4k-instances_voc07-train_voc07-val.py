@@ -5,8 +5,8 @@
 # region a pseudo instance; image labels only). At test time each class's walked region is cut
 # into one mask per instance and each mask's box joins the proposals; a box scores against one
 # instance's region, so a box around two instances loses to each one's own
-# (docs/experiments/2026-12-07-instance-separation.md; on VOC only at a learning rate that
-# collapsed the branch, since lowered: to be measured again).
+# (docs/experiments/2026-12-07-instance-separation.md: on VOC below the affinity black box, not
+# adopted).
 # Configs inherit one level only (tests/test_config_layout.py): the affinity config's model and
 # phase settings are repeated here, and tests/models/test_instance_branch.py checks that they
 # stay equal to that config's.
